@@ -1,0 +1,88 @@
+// Package apierror is the one place that writes the contract's Error body
+// ({"error": <int32>, "message": "..."}) and defines its stable codes, so that
+// every failure of the API, whichever layer detects it, looks the same.
+package apierror
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Code is a stable error value: the HTTP status times 100 plus a detail.
+type Code int32
+
+// The codes of the contract. Their meanings are documented in the README and
+// the served OpenAPI document; a code never changes meaning once released.
+const (
+	MalformedJSON      Code = 40001
+	MissingField       Code = 40002
+	WrongType          Code = 40003
+	OutOfRange         Code = 40004
+	DuplicateKey       Code = 40005
+	BadCharacters      Code = 40006
+	CredentialsMissing Code = 40101
+	TokenRejected      Code = 40102
+	MalformedAuth      Code = 40103
+	NotFound           Code = 40401
+	MethodNotAllowed   Code = 40501
+	IDTaken            Code = 40901
+	BodyTooLarge       Code = 41301
+	UnsupportedMedia   Code = 41501
+	Internal           Code = 50001
+	StoreUnavailable   Code = 50301
+)
+
+// Status is the HTTP status a code is sent with.
+func (c Code) Status() int { return int(c) / 100 }
+
+// Error is a failure to report to the client. Message must help a person fix
+// the request and must never carry internal detail or a credential.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return strconv.Itoa(int(e.Code)) + ": " + e.Message }
+
+// New returns an *Error with the given code and message.
+func New(code Code, message string) *Error { return &Error{Code: code, Message: message} }
+
+type body struct {
+	Error   int32  `json:"error"`
+	Message string `json:"message"`
+}
+
+// Write sends e as the contract's Error body with the status its code implies.
+// Headers a status needs (Allow, Retry-After, WWW-Authenticate) are the
+// caller's to set before calling Write.
+func Write(w http.ResponseWriter, e *Error) {
+	msg := e.Message
+	if msg == "" {
+		msg = http.StatusText(e.Code.Status())
+	}
+	WriteJSON(w, e.Code.Status(), body{Error: int32(e.Code), Message: msg})
+}
+
+// WriteJSON sends v as a JSON response. HTML characters are not escaped: the
+// body is JSON for API clients, and names such as "Rose & Ivy" come back as
+// sent.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only a value that cannot be JSON gets here: a bug, not a request problem.
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":50001,"message":"internal error"}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
