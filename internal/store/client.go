@@ -1,0 +1,91 @@
+package store
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisOptions configure the Redis client. Secrets never arrive as flag
+// values (they would show in ps); they come from files or the environment.
+type RedisOptions struct {
+	// Addrs: one address selects a single node, several a Cluster; with
+	// MasterName set they are Sentinel addresses.
+	Addrs      []string
+	MasterName string
+	// Cluster forces Cluster mode with a single seed address.
+	Cluster          bool
+	Username         string
+	Password         string
+	SentinelUsername string
+	SentinelPassword string
+	DB               int
+	KeyPrefix        string
+
+	TLS           bool
+	TLSCAFile     string
+	TLSServerName string
+
+	PoolSize     int
+	MaxRetries   int
+	DialTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+}
+
+// NewRedisClient builds the go-redis client the options describe: a single
+// node, a Cluster or a Sentinel-managed master.
+func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
+	if len(o.Addrs) == 0 {
+		return nil, errors.New("no redis address")
+	}
+	u := &redis.UniversalOptions{
+		Addrs:            o.Addrs,
+		MasterName:       o.MasterName,
+		Username:         o.Username,
+		Password:         o.Password,
+		SentinelUsername: o.SentinelUsername,
+		SentinelPassword: o.SentinelPassword,
+		DB:               o.DB,
+		IsClusterMode:    o.Cluster,
+		ClientName:       "plantstore",
+		PoolSize:         o.PoolSize,
+		MaxRetries:       o.MaxRetries,
+		DialTimeout:      o.DialTimeout,
+		ReadTimeout:      o.ReadTimeout,
+		WriteTimeout:     o.WriteTimeout,
+		// Honour request deadlines, so that the store timeout bounds every call.
+		ContextTimeoutEnabled: true,
+	}
+	if o.TLS {
+		cfg, err := tlsConfig(o)
+		if err != nil {
+			return nil, err
+		}
+		u.TLSConfig = cfg
+	}
+	// MasterName selects Sentinel, several addresses (or IsClusterMode) a
+	// Cluster, and one address a single node.
+	return redis.NewUniversalClient(u), nil
+}
+
+func tlsConfig(o RedisOptions) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLSServerName}
+	if o.TLSCAFile != "" {
+		pem, err := os.ReadFile(o.TLSCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading redis TLS CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("redis TLS CA file %s holds no PEM certificate", o.TLSCAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}

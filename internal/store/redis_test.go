@@ -1,0 +1,101 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/store"
+	"github.com/plantstore/plantstore/internal/store/storetest"
+)
+
+func newRedisRepo(t *testing.T, addr string) *store.Redis {
+	t.Helper()
+	client, err := store.NewRedisClient(store.RedisOptions{
+		Addrs: []string{addr}, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return store.NewRedis(client, "plantstore:")
+}
+
+func TestRedisConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	storetest.Run(t, func(t *testing.T) storetest.Repository {
+		if err := srv.Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return newRedisRepo(t, srv.Addr)
+	})
+}
+
+func TestRedisKeyLayout(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRedisRepo(t, srv.Addr)
+	ctx := context.Background()
+	tag := "tropical"
+	if _, _, err := r.Create(ctx, plant.Plant{ID: -42, Name: "Monstera", Tag: &tag}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := srv.Client().Get(ctx, "plantstore:plant:{-42}").Result()
+	if err != nil {
+		t.Fatalf("plant not at the documented key: %v", err)
+	}
+	if want := `{"name":"Monstera","tag":"tropical"}`; got != want {
+		t.Fatalf("stored value = %s, want %s", got, want)
+	}
+	// The hash tag puts every key of one id in one Cluster slot.
+	if !strings.Contains(r.Key(7), "{7}") {
+		t.Fatalf("key %q has no hash tag", r.Key(7))
+	}
+}
+
+func TestRedisUnavailableAndBack(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRedisRepo(t, srv.Addr)
+	ctx := context.Background()
+	if err := r.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+
+	tctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, _, err := r.Create(tctx, plant.Plant{ID: 1, Name: "x"})
+	if !errors.Is(err, plant.ErrUnavailable) {
+		t.Fatalf("Create with Redis down: %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Create with Redis down took %v, beyond its deadline", took)
+	}
+	if err := r.Ping(ctx); !errors.Is(err, plant.ErrUnavailable) {
+		t.Fatalf("Ping with Redis down: %v, want ErrUnavailable", err)
+	}
+
+	srv.Restart()
+	if _, outcome, err := r.Create(ctx, plant.Plant{ID: 1, Name: "x"}); err != nil || outcome != plant.Created {
+		t.Fatalf("Create after Redis returned = %v, %v", outcome, err)
+	}
+}
+
+func TestRedisErrorReplyIsNotUnavailability(t *testing.T) {
+	srv := redistest.Start(t)
+	r := newRedisRepo(t, srv.Addr)
+	ctx := context.Background()
+	// A key of the wrong type makes SET ... GET fail with a WRONGTYPE reply:
+	// a data problem, not an outage, so it must not be reported as 503.
+	if err := srv.Client().LPush(ctx, r.Key(5), "x").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := r.Create(ctx, plant.Plant{ID: 5, Name: "x"})
+	if err == nil || errors.Is(err, plant.ErrUnavailable) {
+		t.Fatalf("Create over a list key: %v, want a non-unavailable error", err)
+	}
+}
