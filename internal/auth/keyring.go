@@ -1,0 +1,122 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Keyring is the token set in force. It is swapped atomically on reload, so
+// a request sees either the old set or the new one, never a mix.
+type Keyring struct {
+	current atomic.Pointer[TokenSet]
+}
+
+// NewKeyring returns a keyring holding s.
+func NewKeyring(s TokenSet) *Keyring {
+	k := &Keyring{}
+	k.current.Store(&s)
+	return k
+}
+
+// Accepts reports whether the set in force accepts token.
+func (k *Keyring) Accepts(token string) bool { return k.current.Load().Accepts(token) }
+
+// Replace puts s in force.
+func (k *Keyring) Replace(s TokenSet) { k.current.Store(&s) }
+
+// Len is the number of tokens in force.
+func (k *Keyring) Len() int { return k.current.Load().Len() }
+
+// ReloadObserver is told of every reload attempt; it may be nil.
+type ReloadObserver func(err error)
+
+// FileReloader keeps a keyring in step with a token file. It polls the file's
+// content rather than watching inotify events: that follows every way a file
+// changes, including the symlink swap by which Kubernetes updates a mounted
+// Secret, and costs one small read per interval.
+type FileReloader struct {
+	path     string
+	interval time.Duration
+	keyring  *Keyring
+	extra    TokenSet // tokens always accepted besides the file's (the --dev token)
+	log      *zap.Logger
+	observe  ReloadObserver
+	lastSum  [sha256.Size]byte
+}
+
+// LoadFile reads the token file once, returns a keyring with its tokens plus
+// extra, and a reloader that keeps the keyring up to date once run.
+func LoadFile(path string, interval time.Duration, extra TokenSet, log *zap.Logger, observe ReloadObserver) (*Keyring, *FileReloader, error) {
+	if observe == nil {
+		observe = func(error) {}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the auth tokens file: %w", err)
+	}
+	set, err := ParseTokens(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("auth tokens file %s: %w", path, err)
+	}
+	k := NewKeyring(set.Union(extra))
+	r := &FileReloader{path: path, interval: interval, keyring: k, extra: extra,
+		log: log, observe: observe, lastSum: sha256.Sum256(data)}
+	return k, r, nil
+}
+
+// Run rereads the file every interval until ctx ends. A file that cannot be
+// read or no longer parses leaves the set in force and logs an error.
+func (r *FileReloader) Run(ctx context.Context) {
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.reload()
+		}
+	}
+}
+
+func (r *FileReloader) reload() {
+	data, err := os.ReadFile(r.path)
+	if err != nil {
+		r.observe(err)
+		r.log.Error("auth tokens file unreadable; keeping the tokens in force",
+			zap.String("path", r.path), zap.Error(err))
+		return
+	}
+	sum := sha256.Sum256(data)
+	if sum == r.lastSum {
+		return
+	}
+	set, err := ParseTokens(bytes.NewReader(data))
+	if err != nil {
+		r.observe(err)
+		r.log.Error("auth tokens file no longer parses; keeping the tokens in force",
+			zap.String("path", r.path), zap.Error(err))
+		return
+	}
+	r.lastSum = sum
+	r.keyring.Replace(set.Union(r.extra))
+	r.observe(nil)
+	r.log.Info("auth tokens reloaded", zap.String("path", r.path), zap.Int("tokens", set.Len()))
+}
+
+// Options configure where tokens come from.
+type Options struct {
+	// TokensFile is the file of accepted tokens; it is reread every
+	// ReloadInterval.
+	TokensFile     string
+	ReloadInterval time.Duration
+	// Dev adds a random token, printed once at start.
+	Dev bool
+}

@@ -1,0 +1,71 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+)
+
+// DevToken is the token generated in development mode, or empty.
+type DevToken string
+
+// Result is what the auth module provides.
+type Result struct {
+	fx.Out
+
+	Keyring  *Keyring
+	DevToken DevToken
+	// Authenticate is the bearer middleware, named for the API router.
+	Authenticate func(http.Handler) http.Handler `name:"authenticate"`
+	// Announce prints the development token once the API listens.
+	Announce func(apiAddr string) `name:"announce"`
+}
+
+// New loads the tokens the options name and starts the file reloader with
+// the application. Without tokens and without development mode it fails.
+func New(lc fx.Lifecycle, o Options, log *zap.Logger) (Result, error) {
+	log = log.Named("auth")
+	var extra TokenSet
+	var dev DevToken
+	if o.Dev {
+		token, err := GenerateToken()
+		if err != nil {
+			return Result{}, err
+		}
+		extra, dev = NewTokenSet(token), DevToken(token)
+	}
+	var keyring *Keyring
+	switch {
+	case o.TokensFile != "":
+		k, reloader, err := LoadFile(o.TokensFile, o.ReloadInterval, extra, log, nil)
+		if err != nil {
+			return Result{}, err
+		}
+		keyring = k
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		lc.Append(fx.Hook{
+			OnStart: func(context.Context) error {
+				go func() { defer close(done); reloader.Run(ctx) }()
+				return nil
+			},
+			OnStop: func(context.Context) error { cancel(); <-done; return nil },
+		})
+	case o.Dev:
+		keyring = NewKeyring(extra)
+	default:
+		return Result{}, errors.New("no API tokens configured: set --auth-tokens-file or pass --dev")
+	}
+	announce := func(string) {}
+	if dev != "" {
+		announce = func(addr string) { PrintDevBanner(os.Stderr, dev, addr) }
+	}
+	return Result{Keyring: keyring, DevToken: dev, Authenticate: Middleware(keyring, nil), Announce: announce}, nil
+}
+
+// Module provides the keyring and the bearer middleware.
+var Module = fx.Module("auth", fx.Provide(New))

@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/plantstore/plantstore/internal/apierror"
+	"github.com/plantstore/plantstore/internal/plant"
+)
+
+// PlantCreator is what the create handler needs of a store.
+type PlantCreator interface {
+	Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.Outcome, error)
+}
+
+// CreateObserver is told the outcome of every creation that reached the
+// store; telemetry counts them. It may be nil.
+type CreateObserver func(outcome string)
+
+// CreatePlantHandler serves POST /plants.
+type CreatePlantHandler struct {
+	store        PlantCreator
+	storeTimeout time.Duration
+	log          *zap.Logger
+	observe      CreateObserver
+}
+
+// NewCreatePlantHandler returns the handler of POST /plants. Every store call
+// is bounded by storeTimeout, so a slow store yields 503, never a hung request.
+func NewCreatePlantHandler(store PlantCreator, storeTimeout time.Duration, log *zap.Logger, observe CreateObserver) *CreatePlantHandler {
+	if observe == nil {
+		observe = func(string) {}
+	}
+	return &CreatePlantHandler{store: store, storeTimeout: storeTimeout, log: log, observe: observe}
+}
+
+type plantBody struct {
+	Name string  `json:"name"`
+	Tag  *string `json:"tag,omitempty"`
+}
+
+func (h *CreatePlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if e := checkContentType(r.Header.Get("Content-Type")); e != nil {
+		apierror.Write(w, e)
+		return
+	}
+	body, e := readBody(w, r)
+	if e != nil {
+		apierror.Write(w, e)
+		return
+	}
+	p, e := DecodeNewPlant(body)
+	if e != nil {
+		apierror.Write(w, e)
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(r.Context(), h.storeTimeout)
+	defer cancel()
+	stored, outcome, err := h.store.Create(ctx, p)
+	switch {
+	case err == nil:
+		h.observe(outcome.String())
+	case errors.Is(err, plant.ErrConflict):
+		h.observe("conflict")
+		apierror.Write(w, apierror.New(apierror.IDTaken,
+			"id "+strconv.FormatInt(p.ID, 10)+" is already taken by a plant with a different name or tag"))
+		return
+	case errors.Is(err, plant.ErrUnavailable):
+		h.log.Warn("plant store unavailable", zap.Error(err))
+		w.Header().Set("Retry-After", "1")
+		apierror.Write(w, apierror.New(apierror.StoreUnavailable,
+			"the plant store is unavailable or did not answer in time; retry later"))
+		return
+	default:
+		h.log.Error("creating plant failed", zap.Error(err))
+		apierror.Write(w, apierror.New(apierror.Internal, "internal error"))
+		return
+	}
+
+	apierror.WriteJSON(w, http.StatusOK, plantBody{Name: stored.Name, Tag: stored.Tag})
+}
+
+// checkContentType accepts application/json with at most a charset=utf-8
+// parameter, both matched case-insensitively.
+func checkContentType(value string) *apierror.Error {
+	if value == "" {
+		return apierror.New(apierror.UnsupportedMedia, "Content-Type is missing: send application/json")
+	}
+	mt, params, err := mime.ParseMediaType(value)
+	if err != nil || mt != "application/json" {
+		return apierror.New(apierror.UnsupportedMedia, "Content-Type must be application/json")
+	}
+	for k, v := range params { // ParseMediaType lower-cases the names
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return apierror.New(apierror.UnsupportedMedia,
+				"Content-Type application/json takes only the parameter charset=utf-8")
+		}
+	}
+	return nil
+}
+
+// readBody reads at most MaxBodyBytes; a larger body is refused without
+// reading it all.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierror.Error) {
+	tooLarge := apierror.New(apierror.BodyTooLarge,
+		"request body is larger than "+strconv.Itoa(MaxBodyBytes)+" bytes")
+	if r.ContentLength > MaxBodyBytes {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge
+		}
+		return nil, apierror.New(apierror.MalformedJSON, "could not read the request body")
+	}
+	return body, nil
+}
+
+// Options configure the API handlers.
+type Options struct {
+	// StoreTimeout bounds each request's store operation.
+	StoreTimeout time.Duration
+}

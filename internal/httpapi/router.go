@@ -1,0 +1,62 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/plantstore/plantstore/internal/apierror"
+)
+
+// RouterParams are the parts the API router is built from.
+type RouterParams struct {
+	CreatePlant http.Handler
+	OpenAPI     http.Handler
+	// Authenticate guards every operation; the OpenAPI document is public.
+	Authenticate func(http.Handler) http.Handler
+}
+
+// NewRouter builds the API's routes. Unknown paths and methods answer with
+// the same Error body as everything else.
+func NewRouter(p RouterParams) *mux.Router {
+	r := mux.NewRouter()
+	// Do not 301-redirect unclean paths such as //plants: a redirected POST
+	// is not what a client of this API expects; it is simply not a route.
+	r.SkipClean(true)
+	r.Handle("/plants", p.Authenticate(p.CreatePlant)).Methods(http.MethodPost).Name("/plants")
+	r.Handle("/openapi.yaml", p.OpenAPI).Methods(http.MethodGet, http.MethodHead).Name("/openapi.yaml")
+
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		apierror.Write(w, apierror.New(apierror.NotFound, "no such path: see /openapi.yaml for the API"))
+	})
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		allowed := allowedMethods(r, req)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		apierror.Write(w, apierror.New(apierror.MethodNotAllowed,
+			"method "+req.Method+" is not allowed on this path; allowed: "+strings.Join(allowed, ", ")))
+	})
+	return r
+}
+
+// allowedMethods lists the methods the router would accept for the request's
+// path; gorilla/mux knows them but does not set the Allow header itself.
+func allowedMethods(router *mux.Router, req *http.Request) []string {
+	var allowed []string
+	_ = router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		methods, err := route.GetMethods()
+		if err != nil {
+			return nil
+		}
+		for _, m := range methods {
+			probe := req.Clone(req.Context())
+			probe.Method = m
+			var match mux.RouteMatch
+			if route.Match(probe, &match) {
+				allowed = append(allowed, m)
+			}
+		}
+		return nil
+	})
+	return allowed
+}
