@@ -1,0 +1,54 @@
+// Command plantstore runs the plant store service.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/plantstore/plantstore/internal/app"
+	"github.com/plantstore/plantstore/internal/config"
+	"github.com/plantstore/plantstore/internal/version"
+)
+
+func main() {
+	cfg, err := config.Parse(os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "plantstore: %v\nRun plantstore --help for the options.\n", err)
+		os.Exit(2)
+	case cfg.Version:
+		fmt.Println(version.Get())
+		return
+	}
+
+	a := app.New(cfg)
+	startCtx, cancel := context.WithTimeout(context.Background(), a.StartTimeout())
+	defer cancel()
+	if err := a.Start(startCtx); err != nil {
+		fmt.Fprintf(os.Stderr, "plantstore: start-up failed: %v\n", err)
+		os.Exit(1)
+	}
+	sig := <-a.Wait()
+	// A second signal while draining means "now": exit without waiting.
+	go func() {
+		second := make(chan os.Signal, 1)
+		signal.Notify(second, syscall.SIGINT, syscall.SIGTERM)
+		<-second
+		fmt.Fprintln(os.Stderr, "plantstore: second signal, exiting at once")
+		os.Exit(1)
+	}()
+	stopCtx, cancelStop := context.WithTimeout(context.Background(), a.StopTimeout())
+	defer cancelStop()
+	if err := a.Stop(stopCtx); err != nil {
+		fmt.Fprintf(os.Stderr, "plantstore: shutdown: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(sig.ExitCode)
+}

@@ -1,0 +1,217 @@
+// Package config reads the service's options from flags, with PLANTSTORE_*
+// environment variables as fallbacks, and checks them before anything starts.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+
+	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/server"
+	"github.com/plantstore/plantstore/internal/store"
+	"github.com/plantstore/plantstore/internal/telemetry"
+)
+
+// EnvPrefix prefixes the environment variable of every flag: --http-addr is
+// also read from PLANTSTORE_HTTP_ADDR.
+const EnvPrefix = "PLANTSTORE"
+
+// Secrets come only from the environment or files, never from flag values
+// that anyone can read in ps.
+const (
+	EnvRedisPassword         = "PLANTSTORE_REDIS_PASSWORD"
+	EnvRedisSentinelPassword = "PLANTSTORE_REDIS_SENTINEL_PASSWORD"
+)
+
+// Config is everything the service is configured with.
+type Config struct {
+	Dev     bool
+	Version bool
+	Log     telemetry.LogOptions
+	Auth    auth.Options
+	// Redis.Addrs empty selects the embedded store.
+	Redis  store.RedisOptions
+	API    httpapi.Options
+	Server server.Options
+}
+
+// Parse reads the configuration from args and the environment. Help goes to
+// out; it returns flag.ErrHelp after printing it.
+func Parse(args []string, out io.Writer) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("plantstore", flag.ContinueOnError)
+	fs.SetOutput(out)
+
+	fs.StringVar(&c.Server.HTTPAddr, "http-addr", ":8080", "API listener address")
+	fs.StringVar(&c.Server.AdminAddr, "admin-addr", ":9090", "admin listener address: /livez, /readyz, /metrics (and pprof when enabled)")
+	fs.BoolVar(&c.Dev, "dev", false, "development mode: generate a random API token and print it once, readable console logs")
+	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
+	fs.StringVar(&c.Log.Level, "log-level", "info", "minimum log level: debug, info, warn or error")
+
+	fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", "", "file of accepted API tokens, one a line: a raw token or sha256:<hex digest>; # starts a comment; reread when it changes")
+	fs.DurationVar(&c.Auth.ReloadInterval, "auth-reload-interval", 5*time.Second, "how often the tokens file is checked for changes")
+
+	var redisAddrs, passwordFile, sentinelPasswordFile string
+	fs.StringVar(&redisAddrs, "redis-addr", "", "Redis address(es), comma-separated: one for a single node, several for a Cluster, Sentinel addresses with --redis-master-name; empty selects the embedded in-process store (not durable)")
+	fs.StringVar(&c.Redis.MasterName, "redis-master-name", "", "Sentinel master name: --redis-addr lists the sentinels")
+	fs.BoolVar(&c.Redis.Cluster, "redis-cluster", false, "use Cluster mode even with a single --redis-addr (a cluster configuration endpoint)")
+	fs.StringVar(&c.Redis.Username, "redis-username", "", "Redis ACL username")
+	fs.StringVar(&passwordFile, "redis-password-file", "", "file holding the Redis password (or set "+EnvRedisPassword+")")
+	fs.StringVar(&c.Redis.SentinelUsername, "redis-sentinel-username", "", "Sentinel ACL username")
+	fs.StringVar(&sentinelPasswordFile, "redis-sentinel-password-file", "", "file holding the Sentinel password (or set "+EnvRedisSentinelPassword+")")
+	fs.IntVar(&c.Redis.DB, "redis-db", 0, "Redis database number (single node and Sentinel only)")
+	fs.StringVar(&c.Redis.KeyPrefix, "redis-key-prefix", "plantstore:", "prefix of every Redis key")
+	fs.BoolVar(&c.Redis.TLS, "redis-tls", false, "connect to Redis over TLS")
+	fs.StringVar(&c.Redis.TLSCAFile, "redis-tls-ca-file", "", "PEM CA bundle to verify Redis with (default: the system roots)")
+	fs.StringVar(&c.Redis.TLSServerName, "redis-tls-server-name", "", "server name to verify Redis's certificate against (default: the host of the address)")
+	fs.IntVar(&c.Redis.PoolSize, "redis-pool-size", 0, "connections per Redis node (0: 10 per CPU)")
+	fs.IntVar(&c.Redis.MaxRetries, "redis-max-retries", 2, "retries of a failed Redis command, within --store-timeout (-1: none)")
+	fs.DurationVar(&c.Redis.DialTimeout, "redis-dial-timeout", time.Second, "timeout to connect to Redis")
+	fs.DurationVar(&c.Redis.ReadTimeout, "redis-read-timeout", time.Second, "timeout of one Redis read")
+	fs.DurationVar(&c.Redis.WriteTimeout, "redis-write-timeout", time.Second, "timeout of one Redis write")
+	fs.DurationVar(&c.API.StoreTimeout, "store-timeout", time.Second, "deadline of a request's store operation; past it the request answers 503")
+	fs.DurationVar(&c.Server.ReadyTimeout, "ready-timeout", 500*time.Millisecond, "deadline of the store ping behind /readyz")
+
+	fs.DurationVar(&c.Server.HTTP.ReadHeaderTimeout, "http-read-header-timeout", 5*time.Second, "time to read a request's headers")
+	fs.DurationVar(&c.Server.HTTP.ReadTimeout, "http-read-timeout", 15*time.Second, "time to read a whole request")
+	fs.DurationVar(&c.Server.HTTP.WriteTimeout, "http-write-timeout", 15*time.Second, "time from the end of the request headers to the end of the response")
+	fs.DurationVar(&c.Server.HTTP.IdleTimeout, "http-idle-timeout", 120*time.Second, "how long a keep-alive connection may idle")
+	fs.IntVar(&c.Server.HTTP.MaxHeaderBytes, "http-max-header-bytes", 16<<10, "largest request header block, in bytes")
+	fs.DurationVar(&c.Server.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, how long to keep serving with /readyz failing before closing listeners (let load balancers notice)")
+	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish at shutdown")
+	fs.BoolVar(&c.Server.Pprof, "pprof", false, "serve /debug/pprof on the admin listener")
+
+	fs.Usage = func() { usage(fs) }
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix(EnvPrefix)); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q: plantstore takes only flags", fs.Arg(0))
+	}
+	if c.Version {
+		return c, nil
+	}
+	c.Log.Development = c.Dev
+	c.Auth.Dev = c.Dev
+	for _, a := range strings.Split(redisAddrs, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.Redis.Addrs = append(c.Redis.Addrs, a)
+		}
+	}
+	var err error
+	if c.Redis.Password, err = secret("--redis-password-file", passwordFile, EnvRedisPassword); err != nil {
+		return Config{}, err
+	}
+	if c.Redis.SentinelPassword, err = secret("--redis-sentinel-password-file", sentinelPasswordFile, EnvRedisSentinelPassword); err != nil {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// Validate checks the options together; each message names the option.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Auth.TokensFile == "" && !c.Dev {
+		errs = append(errs, errors.New("no API tokens configured: set --auth-tokens-file (PLANTSTORE_AUTH_TOKENS_FILE) to a file of tokens, one a line, or pass --dev to generate a token for local use"))
+	}
+	positive := []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"--auth-reload-interval", c.Auth.ReloadInterval},
+		{"--store-timeout", c.API.StoreTimeout},
+		{"--ready-timeout", c.Server.ReadyTimeout},
+		{"--redis-dial-timeout", c.Redis.DialTimeout},
+		{"--redis-read-timeout", c.Redis.ReadTimeout},
+		{"--redis-write-timeout", c.Redis.WriteTimeout},
+		{"--http-read-header-timeout", c.Server.HTTP.ReadHeaderTimeout},
+		{"--http-read-timeout", c.Server.HTTP.ReadTimeout},
+		{"--http-write-timeout", c.Server.HTTP.WriteTimeout},
+		{"--http-idle-timeout", c.Server.HTTP.IdleTimeout},
+		{"--shutdown-timeout", c.Server.ShutdownTimeout},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %v", p.flag, p.d))
+		}
+	}
+	if c.Server.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %v", c.Server.ShutdownDelay))
+	}
+	if c.Server.HTTP.MaxHeaderBytes < 1024 {
+		errs = append(errs, fmt.Errorf("--http-max-header-bytes must be at least 1024, got %d", c.Server.HTTP.MaxHeaderBytes))
+	}
+	if c.Server.HTTPAddr == "" {
+		errs = append(errs, errors.New("--http-addr must not be empty"))
+	}
+	if c.Server.AdminAddr == "" {
+		errs = append(errs, errors.New("--admin-addr must not be empty"))
+	}
+	if c.Redis.PoolSize < 0 {
+		errs = append(errs, fmt.Errorf("--redis-pool-size must not be negative, got %d", c.Redis.PoolSize))
+	}
+	if c.Redis.MaxRetries < -1 {
+		errs = append(errs, fmt.Errorf("--redis-max-retries must be -1 or more, got %d", c.Redis.MaxRetries))
+	}
+	if c.Redis.DB < 0 {
+		errs = append(errs, fmt.Errorf("--redis-db must not be negative, got %d", c.Redis.DB))
+	}
+	if len(c.Redis.Addrs) == 0 && (c.Redis.MasterName != "" || c.Redis.Cluster) {
+		errs = append(errs, errors.New("--redis-master-name and --redis-cluster need --redis-addr"))
+	}
+	if c.Redis.MasterName != "" && c.Redis.Cluster {
+		errs = append(errs, errors.New("--redis-master-name (Sentinel) and --redis-cluster exclude each other"))
+	}
+	if c.Redis.DB != 0 && (c.Redis.Cluster || (len(c.Redis.Addrs) > 1 && c.Redis.MasterName == "")) {
+		errs = append(errs, errors.New("--redis-db is not available in Cluster mode"))
+	}
+	if (c.Redis.TLSCAFile != "" || c.Redis.TLSServerName != "") && !c.Redis.TLS {
+		errs = append(errs, errors.New("--redis-tls-ca-file and --redis-tls-server-name need --redis-tls"))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.Log.Level))
+	}
+	return errors.Join(errs...)
+}
+
+// secret reads a secret from a file named by a flag or from an environment
+// variable; setting both is an error.
+func secret(flagName, file, env string) (string, error) {
+	fromEnv, inEnv := os.LookupEnv(env)
+	switch {
+	case file != "" && inEnv:
+		return "", fmt.Errorf("set either %s or %s, not both", flagName, env)
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", flagName, err)
+		}
+		return strings.TrimRight(string(b), "\r\n"), nil
+	default:
+		return fromEnv, nil
+	}
+}
+
+func usage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, "Usage: plantstore [flags]\n\nThe plant store HTTP service. Every flag can also be set by the environment\nvariable shown; a flag given on the command line wins.\n\nFlags:\n")
+	fs.VisitAll(func(f *flag.Flag) {
+		env := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		def := f.DefValue
+		if def == "" {
+			def = `""`
+		}
+		fmt.Fprintf(w, "  --%s (%s, default %s)\n      %s\n", f.Name, env, def, f.Usage)
+	})
+	fmt.Fprintf(w, "\nSecrets from the environment only: %s, %s.\nTracing: the standard OTEL_* variables.\n", EnvRedisPassword, EnvRedisSentinelPassword)
+}

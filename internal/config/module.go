@@ -1,0 +1,33 @@
+package config
+
+import (
+	"go.uber.org/fx"
+
+	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/server"
+	"github.com/plantstore/plantstore/internal/store"
+	"github.com/plantstore/plantstore/internal/telemetry"
+)
+
+// Parts hands each module its own options, so that no module depends on
+// the configuration as a whole.
+type Parts struct {
+	fx.Out
+
+	Log    telemetry.LogOptions
+	Auth   auth.Options
+	Redis  store.RedisOptions
+	API    httpapi.Options
+	Server server.Options
+}
+
+// Module provides the parts of a parsed Config.
+func Module(c Config) fx.Option {
+	return fx.Module("config",
+		fx.Supply(c),
+		fx.Provide(func(c Config) Parts {
+			return Parts{Log: c.Log, Auth: c.Auth, Redis: c.Redis, API: c.API, Server: c.Server}
+		}),
+	)
+}

@@ -1,0 +1,64 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Pinger checks that a dependency answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Health answers the probes.
+//
+//   - /livez: the process serves HTTP. Failing it means restart me.
+//   - /readyz: the store answers within the readiness timeout and the server
+//     is not draining. Failing it means send me no traffic for now.
+type Health struct {
+	store    Pinger
+	timeout  time.Duration
+	draining atomic.Bool
+	log      *zap.Logger
+}
+
+// NewHealth returns the probes' handlers over store.
+func NewHealth(store Pinger, timeout time.Duration, log *zap.Logger) *Health {
+	return &Health{store: store, timeout: timeout, log: log}
+}
+
+// SetDraining marks the server as shutting down: /readyz fails from now on.
+func (h *Health) SetDraining() { h.draining.Store(true) }
+
+// Livez answers 200 while the process serves.
+func (h *Health) Livez(w http.ResponseWriter, _ *http.Request) {
+	writeProbe(w, http.StatusOK, "ok")
+}
+
+// Readyz answers 200 when the store answers in time and the server is not
+// draining, 503 otherwise.
+func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
+	if h.draining.Load() {
+		writeProbe(w, http.StatusServiceUnavailable, "draining")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
+	defer cancel()
+	if err := h.store.Ping(ctx); err != nil {
+		h.log.Warn("readiness: store unreachable", zap.Error(err))
+		writeProbe(w, http.StatusServiceUnavailable, "store unreachable")
+		return
+	}
+	writeProbe(w, http.StatusOK, "ok")
+}
+
+func writeProbe(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(msg + "\n"))
+}

@@ -1,0 +1,106 @@
+// Package server runs the HTTP listeners, the API and the admin one, and
+// their lifecycle: bind at start (a busy port fails start-up), drain at stop.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// HTTPOptions bound what one connection can cost the server.
+type HTTPOptions struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+}
+
+// HTTPServer is one listener and the http.Server on it.
+type HTTPServer struct {
+	name string // for messages: "API", "admin"
+	flag string // the option that sets the address, for messages
+	addr string
+	srv  *http.Server
+	ln   net.Listener
+	log  *zap.Logger
+	done chan struct{}
+}
+
+// NewHTTPServer returns a server for handler on addr; it binds on Start.
+func NewHTTPServer(name, flag, addr string, handler http.Handler, o HTTPOptions, log *zap.Logger) *HTTPServer {
+	return &HTTPServer{
+		name: name, flag: flag, addr: addr, log: log,
+		srv: &http.Server{
+			Handler:           handler,
+			ReadHeaderTimeout: o.ReadHeaderTimeout,
+			ReadTimeout:       o.ReadTimeout,
+			WriteTimeout:      o.WriteTimeout,
+			IdleTimeout:       o.IdleTimeout,
+			MaxHeaderBytes:    o.MaxHeaderBytes,
+			ErrorLog:          zap.NewStdLog(log.Named("http")),
+		},
+	}
+}
+
+// Start binds the listener synchronously, so that a busy port fails
+// start-up, then serves in a goroutine.
+func (s *HTTPServer) Start(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("%s listener on %q (%s): %w", s.name, s.addr, s.flag, err)
+	}
+	s.ln = ln
+	s.done = make(chan struct{})
+	s.log.Info(s.name+" listening", zap.String("addr", ln.Addr().String()))
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error(s.name+" server failed", zap.Error(err))
+		}
+	}()
+	return nil
+}
+
+// Addr is the bound address, known after Start.
+func (s *HTTPServer) Addr() net.Addr {
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops accepting connections and waits for in-flight requests
+// until ctx ends, then closes what is left.
+func (s *HTTPServer) Shutdown(ctx context.Context) error {
+	if s.ln == nil {
+		return nil
+	}
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		_ = s.srv.Close()
+		err = fmt.Errorf("draining the %s server: %w", s.name, err)
+	}
+	<-s.done
+	return err
+}
+
+// Options configure the listeners and the shutdown sequence.
+type Options struct {
+	HTTPAddr     string
+	AdminAddr    string
+	HTTP         HTTPOptions
+	ReadyTimeout time.Duration
+	// ShutdownDelay is how long the API keeps serving, with /readyz failing,
+	// before its listener closes: time for load balancers to stop sending.
+	ShutdownDelay   time.Duration
+	ShutdownTimeout time.Duration
+	Pprof           bool
+}

@@ -1,0 +1,38 @@
+// Package telemetry builds the service's logger and metrics registry.
+package telemetry
+
+import (
+	"fmt"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// LogOptions configure the logger.
+type LogOptions struct {
+	// Level is the minimum level: debug, info, warn or error.
+	Level string
+	// Development selects a readable console encoder instead of JSON.
+	Development bool
+}
+
+// NewLogger returns a JSON logger for production, or a coloured console
+// logger in development. Both write to stderr.
+func NewLogger(o LogOptions) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(o.Level)
+	if err != nil {
+		return nil, fmt.Errorf("log level %q: %w", o.Level, err)
+	}
+	var cfg zap.Config
+	if o.Development {
+		cfg = zap.NewDevelopmentConfig()
+		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		cfg.DisableStacktrace = true // warnings are not bugs
+	} else {
+		cfg = zap.NewProductionConfig()
+		cfg.EncoderConfig.TimeKey = "time"
+		cfg.EncoderConfig.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	}
+	cfg.Level = zap.NewAtomicLevelAt(level)
+	return cfg.Build()
+}
