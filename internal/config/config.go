@@ -55,6 +55,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.BoolVar(&c.Dev, "dev", false, "development mode: generate a random API token and print it once, readable console logs")
 	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
 	fs.StringVar(&c.Log.Level, "log-level", "info", "minimum log level: debug, info, warn or error")
+	fs.StringVar(&c.Log.Format, "log-format", "", "log encoding: json or console (default json, console with --dev)")
 
 	fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", "", "file of accepted API tokens, one a line: a raw token or sha256:<hex digest>; # starts a comment; reread when it changes")
 	fs.DurationVar(&c.Auth.ReloadInterval, "auth-reload-interval", 5*time.Second, "how often the tokens file is checked for changes")
@@ -99,7 +100,12 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	if c.Version {
 		return c, nil
 	}
-	c.Log.Development = c.Dev
+	if c.Log.Format == "" {
+		c.Log.Format = "json"
+		if c.Dev {
+			c.Log.Format = "console"
+		}
+	}
 	c.Auth.Dev = c.Dev
 	for _, a := range strings.Split(redisAddrs, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -175,6 +181,9 @@ func (c Config) Validate() error {
 	}
 	if (c.Redis.TLSCAFile != "" || c.Redis.TLSServerName != "") && !c.Redis.TLS {
 		errs = append(errs, errors.New("--redis-tls-ca-file and --redis-tls-server-name need --redis-tls"))
+	}
+	if c.Log.Format != "json" && c.Log.Format != "console" {
+		errs = append(errs, fmt.Errorf("--log-format must be json or console, got %q", c.Log.Format))
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

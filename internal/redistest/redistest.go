@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -116,4 +117,21 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Pause stops the server process (SIGSTOP): connections stay open but
+// nothing answers, the way a hung or partitioned server behaves.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatalf("pausing redis-server: %v", err)
+	}
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		s.t.Fatalf("resuming redis-server: %v", err)
+	}
 }

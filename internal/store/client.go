@@ -57,8 +57,12 @@ func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
 		PoolSize:         o.PoolSize,
 		MaxRetries:       o.MaxRetries,
 		DialTimeout:      o.DialTimeout,
-		ReadTimeout:      o.ReadTimeout,
-		WriteTimeout:     o.WriteTimeout,
+		// One dial per attempt: a refused connection should fail the attempt
+		// now, leaving retries to MaxRetries within the request's deadline,
+		// rather than hold every request for the whole store timeout.
+		DialerRetries: 1,
+		ReadTimeout:   o.ReadTimeout,
+		WriteTimeout:  o.WriteTimeout,
 		// Honour request deadlines, so that the store timeout bounds every call.
 		ContextTimeoutEnabled: true,
 	}

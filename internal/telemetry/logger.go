@@ -12,26 +12,29 @@ import (
 type LogOptions struct {
 	// Level is the minimum level: debug, info, warn or error.
 	Level string
-	// Development selects a readable console encoder instead of JSON.
-	Development bool
+	// Format is "json" or "console" (readable, coloured, for development).
+	Format string
 }
 
 // NewLogger returns a JSON logger for production, or a coloured console
-// logger in development. Both write to stderr.
+// logger for development. Both write to stderr.
 func NewLogger(o LogOptions) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(o.Level)
 	if err != nil {
 		return nil, fmt.Errorf("log level %q: %w", o.Level, err)
 	}
 	var cfg zap.Config
-	if o.Development {
+	switch o.Format {
+	case "console":
 		cfg = zap.NewDevelopmentConfig()
 		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
 		cfg.DisableStacktrace = true // warnings are not bugs
-	} else {
+	case "json":
 		cfg = zap.NewProductionConfig()
 		cfg.EncoderConfig.TimeKey = "time"
 		cfg.EncoderConfig.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	default:
+		return nil, fmt.Errorf("log format %q: want json or console", o.Format)
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
 	return cfg.Build()
