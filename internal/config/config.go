@@ -91,9 +91,16 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.BoolVar(&c.Server.Pprof, "pprof", false, "serve /debug/pprof on the admin listener")
 
 	fs.Usage = func() { usage(fs) }
+	// --version is a command, not configuration: only the command line may
+	// ask for it, never a stray PLANTSTORE_VERSION in a pod's environment.
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	versionAsked := c.Version
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix(EnvPrefix)); err != nil {
 		return Config{}, err
 	}
+	c.Version = versionAsked
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q: plantstore takes only flags", fs.Arg(0))
 	}
