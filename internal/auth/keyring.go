@@ -49,6 +49,10 @@ type FileReloader struct {
 	log      *zap.Logger
 	observe  ReloadObserver
 	lastSum  [sha256.Size]byte
+	// failedSum and lastFailure remember the failure being reported, so a
+	// broken file is logged once rather than on every poll.
+	failedSum   [sha256.Size]byte
+	lastFailure string
 }
 
 // LoadFile reads the token file once, returns a keyring with its tokens plus
@@ -56,6 +60,10 @@ type FileReloader struct {
 func LoadFile(path string, interval time.Duration, extra TokenSet, log *zap.Logger, observe ReloadObserver) (*Keyring, *FileReloader, error) {
 	if observe == nil {
 		observe = func(error) {}
+	}
+	if interval <= 0 {
+		// time.NewTicker would panic in Run, after the application started.
+		return nil, nil, fmt.Errorf("the auth tokens reload interval must be positive, got %v", interval)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -89,23 +97,32 @@ func (r *FileReloader) Run(ctx context.Context) {
 func (r *FileReloader) reload() {
 	data, err := os.ReadFile(r.path)
 	if err != nil {
-		r.observe(err)
-		r.log.Error("auth tokens file unreadable; keeping the tokens in force",
-			zap.String("path", r.path), zap.Error(err))
+		// Report a failure once, not on every poll while it lasts.
+		if msg := err.Error(); msg != r.lastFailure {
+			r.lastFailure = msg
+			r.observe(err)
+			r.log.Error("auth tokens file unreadable; keeping the tokens in force",
+				zap.String("path", r.path), zap.Error(err))
+		}
 		return
 	}
 	sum := sha256.Sum256(data)
-	if sum == r.lastSum {
+	switch sum {
+	case r.lastSum: // unchanged, or back to the set in force
+		r.failedSum, r.lastFailure = [sha256.Size]byte{}, ""
+		return
+	case r.failedSum: // the broken content already reported
 		return
 	}
 	set, err := ParseTokens(bytes.NewReader(data))
 	if err != nil {
+		r.failedSum, r.lastFailure = sum, err.Error()
 		r.observe(err)
 		r.log.Error("auth tokens file no longer parses; keeping the tokens in force",
 			zap.String("path", r.path), zap.Error(err))
 		return
 	}
-	r.lastSum = sum
+	r.lastSum, r.failedSum, r.lastFailure = sum, [sha256.Size]byte{}, ""
 	r.keyring.Replace(set.Union(r.extra))
 	r.observe(nil)
 	r.log.Info("auth tokens reloaded", zap.String("path", r.path), zap.Int("tokens", set.Len()))

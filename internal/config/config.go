@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,7 +54,8 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.StringVar(&c.Server.HTTPAddr, "http-addr", ":8080", "API listener address")
 	fs.StringVar(&c.Server.AdminAddr, "admin-addr", ":9090", "admin listener address: /livez, /readyz, /metrics (and pprof when enabled)")
 	fs.BoolVar(&c.Dev, "dev", false, "development mode: generate a random API token and print it once, readable console logs")
-	fs.BoolVar(&c.Version, "version", false, "print the version and exit")
+	version := &commandLineBool{p: &c.Version}
+	fs.Var(version, "version", "print the version and exit")
 	fs.StringVar(&c.Log.Level, "log-level", "info", "minimum log level: debug, info, warn or error")
 	fs.StringVar(&c.Log.Format, "log-format", "", "log encoding: json or console (default json, console with --dev)")
 
@@ -92,15 +94,15 @@ func Parse(args []string, out io.Writer) (Config, error) {
 
 	fs.Usage = func() { usage(fs) }
 	// --version is a command, not configuration: only the command line may
-	// ask for it, never a stray PLANTSTORE_VERSION in a pod's environment.
+	// ask for it, never a stray PLANTSTORE_VERSION in a pod's environment
+	// (whatever its value: "1.4.0" must not stop the service from starting).
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
-	versionAsked := c.Version
+	version.frozen = true
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix(EnvPrefix)); err != nil {
 		return Config{}, err
 	}
-	c.Version = versionAsked
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q: plantstore takes only flags", fs.Arg(0))
 	}
@@ -223,6 +225,9 @@ func usage(fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: plantstore [flags]\n\nThe plant store HTTP service. Every flag can also be set by the environment\nvariable shown; a flag given on the command line wins.\n\nFlags:\n")
 	fs.VisitAll(func(f *flag.Flag) {
 		env := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if _, ok := f.Value.(*commandLineBool); ok {
+			env = "command line only"
+		}
 		def := f.DefValue
 		if def == "" {
 			def = `""`
@@ -231,3 +236,33 @@ func usage(fs *flag.FlagSet) {
 	})
 	fmt.Fprintf(w, "\nSecrets from the environment only: %s, %s.\nTracing: the standard OTEL_* variables.\n", EnvRedisPassword, EnvRedisSentinelPassword)
 }
+
+// commandLineBool is a boolean flag that only the command line sets: once
+// frozen, after the command line is parsed, it ignores every Set, so an
+// environment variable of the same name, whatever its value, changes nothing
+// and fails nothing.
+type commandLineBool struct {
+	p      *bool
+	frozen bool
+}
+
+func (b *commandLineBool) Set(s string) error {
+	if b.frozen {
+		return nil
+	}
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = v
+	return nil
+}
+
+func (b *commandLineBool) String() string {
+	if b == nil || b.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*b.p)
+}
+
+func (b *commandLineBool) IsBoolFlag() bool { return true }
