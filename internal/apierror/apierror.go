@@ -22,6 +22,7 @@ const (
 	OutOfRange         Code = 40004
 	DuplicateKey       Code = 40005
 	BadCharacters      Code = 40006
+	CaseVariantKey     Code = 40007
 	CredentialsMissing Code = 40101
 	TokenRejected      Code = 40102
 	MalformedAuth      Code = 40103

@@ -50,7 +50,7 @@ func TestContract(t *testing.T) {
 		{name: "invalid UTF-8", body: "{\"id\": 9, \"name\": \"\xff\"}", status: 400, code: 40001},
 		{name: "id missing", body: `{"name": "x"}`, status: 400, code: 40002},
 		{name: "name missing", body: `{"id": 9}`, status: 400, code: 40002},
-		{name: "case-variant key is another field", body: `{"id": 9, "Name": "x"}`, status: 400, code: 40002},
+		{name: "case-variant key", body: `{"id": 9, "Name": "x"}`, status: 400, code: 40007},
 		{name: "id string", body: `{"id": "9", "name": "x"}`, status: 400, code: 40003},
 		{name: "id fraction", body: `{"id": 9.0, "name": "x"}`, status: 400, code: 40003},
 		{name: "id exponent", body: `{"id": 9e0, "name": "x"}`, status: 400, code: 40003},

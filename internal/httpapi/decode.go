@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/plantstore/plantstore/internal/apierror"
@@ -16,11 +17,15 @@ import (
 // MaxBodyBytes is the largest request body the API reads (contract: 64 KiB).
 const MaxBodyBytes = 64 << 10
 
+// fields are the keys of a NewPlant.
+var fields = [...]string{"id", "name", "tag"}
+
 // DecodeNewPlant parses a NewPlant request body and validates it. It reads the
 // body strictly, so that no other JSON parser could read the same bytes as a
 // different plant: one object and nothing after it, valid UTF-8, no duplicate
-// keys, keys matched exactly (case-variant keys are other, ignored fields),
-// id an integer literal within int64. Unknown fields are ignored.
+// keys, no case variant of id, name or tag (encoding/json and other parsers
+// match keys case-insensitively and would read "Name" as the name), id an
+// integer literal within int64. Unknown fields are ignored.
 func DecodeNewPlant(body []byte) (plant.Plant, *apierror.Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return plant.Plant{}, apierror.New(apierror.MalformedJSON,
@@ -42,20 +47,26 @@ func DecodeNewPlant(body []byte) (plant.Plant, *apierror.Error) {
 	}
 
 	var idRaw, nameRaw, tagRaw json.RawMessage
-	var seen []string // objects are small: a slice beats a map here
+	// A map, not a slice: a 64 KiB body can hold thousands of keys, and a
+	// quadratic scan of them costs a client's request a lot of server CPU.
+	seen := make(map[string]struct{})
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return plant.Plant{}, malformed(err)
 		}
 		key, _ := tok.(string) // the decoder guarantees a string in key position
-		for _, k := range seen {
-			if k == key {
-				return plant.Plant{}, apierror.New(apierror.DuplicateKey,
-					"duplicate key "+quoteShort(key)+" in the object: each key may appear once")
+		if _, dup := seen[key]; dup {
+			return plant.Plant{}, apierror.New(apierror.DuplicateKey,
+				"duplicate key "+quoteShort(key)+" in the object: each key may appear once")
+		}
+		seen[key] = struct{}{}
+		for _, f := range fields {
+			if key != f && strings.EqualFold(key, f) {
+				return plant.Plant{}, apierror.New(apierror.CaseVariantKey,
+					"key "+quoteShort(key)+" is a case variant of the field \""+f+"\": field names are case-sensitive, send \""+f+"\"")
 			}
 		}
-		seen = append(seen, key)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
 			return plant.Plant{}, malformed(err)

@@ -1,17 +1,26 @@
 package httpapi
 
 import (
-	"bytes"
 	"net/http"
-	"time"
+	"strconv"
 )
 
 // NewOpenAPIHandler serves the OpenAPI document. It needs no authentication:
 // a client reads it to learn how to authenticate.
+//
+// It always sends the whole document with 200. It does not use
+// http.ServeContent: that answers Range and precondition headers with 416
+// (text/plain) and 412 (empty body), failures without the contract's Error
+// body, and a document this small gains nothing from ranges.
 func NewOpenAPIHandler(doc []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/yaml")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		http.ServeContent(w, r, "openapi.yaml", time.Time{}, bytes.NewReader(doc))
+		h := w.Header()
+		h.Set("Content-Type", "application/yaml")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Length", strconv.Itoa(len(doc)))
+		w.WriteHeader(http.StatusOK)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write(doc)
+		}
 	})
 }

@@ -1,0 +1,317 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/plantstore/plantstore/api"
+	"github.com/plantstore/plantstore/internal/apierror"
+	"github.com/plantstore/plantstore/internal/httpapi"
+)
+
+// spyRouter is the router around handlers that only count their calls, and an
+// authentication middleware that lets requests through or rejects them.
+type spyRouter struct {
+	handler      http.Handler
+	authCalls    atomic.Int32
+	createCalls  atomic.Int32
+	openAPICalls atomic.Int32
+}
+
+func newSpyRouter(reject bool) *spyRouter {
+	s := &spyRouter{}
+	create := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.createCalls.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	openAPI := httpapi.NewOpenAPIHandler(api.OpenAPI)
+	auth := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.authCalls.Add(1)
+			if reject {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="plantstore"`)
+				apierror.Write(w, apierror.New(apierror.CredentialsMissing, "credentials missing"))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	s.handler = httpapi.NewRouter(httpapi.RouterParams{
+		CreatePlant: create,
+		OpenAPI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.openAPICalls.Add(1)
+			openAPI.ServeHTTP(w, r)
+		}),
+		Authenticate: auth,
+	})
+	return s
+}
+
+func (s *spyRouter) serve(method, target string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, target, strings.NewReader(`{"id":1,"name":"a"}`))
+	r.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.handler.ServeHTTP(rec, r)
+	return rec
+}
+
+func TestRouterNotFound(t *testing.T) {
+	paths := []string{
+		"/",
+		"/plants/",
+		"//plants",
+		"/plants//",
+		"/plants/1",
+		"/PLANTS",
+		"/Plants",
+		"/plant",
+		"/plantsx",
+		"/v1/plants",
+		"/openapi.yaml/",
+		"/OPENAPI.YAML",
+		"/openapi.json",
+		"/./plants",
+		"/x/../plants",
+		"/plants%2F",
+	}
+	for _, path := range paths {
+		for _, method := range []string{http.MethodPost, http.MethodGet} {
+			t.Run(method+" "+path, func(t *testing.T) {
+				s := newSpyRouter(false)
+				rec := s.serve(method, path)
+				msg := checkRecError(t, rec, http.StatusNotFound, apierror.NotFound)
+				if !strings.Contains(msg, "path") {
+					t.Errorf("message %q does not say the path is unknown", msg)
+				}
+				if rec.Header().Get("Location") != "" {
+					t.Errorf("redirected to %q; unknown paths are not redirected", rec.Header().Get("Location"))
+				}
+				if rec.Header().Get("Allow") != "" {
+					t.Errorf("Allow = %q on a 404", rec.Header().Get("Allow"))
+				}
+				if n := s.createCalls.Load() + s.openAPICalls.Load(); n != 0 {
+					t.Errorf("a handler ran %d times", n)
+				}
+			})
+		}
+	}
+}
+
+func TestRouterMethodNotAllowed(t *testing.T) {
+	tests := []struct {
+		method, path, allow string
+	}{
+		{http.MethodGet, "/plants", "POST"},
+		{http.MethodPut, "/plants", "POST"},
+		{http.MethodDelete, "/plants", "POST"},
+		{http.MethodHead, "/plants", "POST"},
+		{http.MethodOptions, "/plants", "POST"},
+		{http.MethodPatch, "/plants", "POST"},
+		{"PROPFIND", "/plants", "POST"},
+		{http.MethodPost, "/openapi.yaml", "GET, HEAD"},
+		{http.MethodPut, "/openapi.yaml", "GET, HEAD"},
+		{http.MethodDelete, "/openapi.yaml", "GET, HEAD"},
+		{http.MethodOptions, "/openapi.yaml", "GET, HEAD"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			s := newSpyRouter(false)
+			rec := s.serve(tt.method, tt.path)
+			msg := checkRecError(t, rec, http.StatusMethodNotAllowed, apierror.MethodNotAllowed)
+			if got := rec.Header().Values("Allow"); len(got) != 1 || got[0] != tt.allow {
+				t.Errorf("Allow = %q, want %q", got, tt.allow)
+			}
+			if !strings.Contains(msg, tt.method) || !strings.Contains(msg, tt.allow) {
+				t.Errorf("message %q does not name the method %s and the allowed %s", msg, tt.method, tt.allow)
+			}
+			if n := s.createCalls.Load() + s.openAPICalls.Load(); n != 0 {
+				t.Errorf("a handler ran %d times", n)
+			}
+		})
+	}
+}
+
+func TestRouterOpenAPI(t *testing.T) {
+	onDisk, err := os.ReadFile("../../api/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(api.OpenAPI, onDisk) {
+		t.Fatal("the embedded document differs from api/openapi.yaml")
+	}
+	if !bytes.Contains(api.OpenAPI, []byte("version: 1.0.0")) {
+		t.Error("the document does not carry version 1.0.0")
+	}
+
+	// The authentication middleware rejects everything: the document is
+	// served without it.
+	s := newSpyRouter(true)
+	rec := s.serve(http.MethodGet, "/openapi.yaml")
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status = %d, want 200 (body %s)", rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/yaml" {
+		t.Errorf("Content-Type = %q, want application/yaml", ct)
+	}
+	if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("X-Content-Type-Options = %q, want nosniff", got)
+	}
+	if !bytes.Equal(rec.Body.Bytes(), api.OpenAPI) {
+		t.Errorf("body (%d bytes) is not the embedded document (%d bytes)", rec.Body.Len(), len(api.OpenAPI))
+	}
+	if cl := rec.Header().Get("Content-Length"); cl != "" && cl != strconv.Itoa(len(api.OpenAPI)) {
+		t.Errorf("Content-Length = %s, want %d", cl, len(api.OpenAPI))
+	}
+	if n := s.authCalls.Load(); n != 0 {
+		t.Errorf("authentication ran %d times for the OpenAPI document, want 0", n)
+	}
+
+	rec = s.serve(http.MethodHead, "/openapi.yaml")
+	if rec.Code != http.StatusOK {
+		t.Errorf("HEAD: status = %d, want 200", rec.Code)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/yaml" {
+		t.Errorf("HEAD: Content-Type = %q, want application/yaml", ct)
+	}
+	if rec.Body.Len() != 0 {
+		t.Errorf("HEAD: body of %d bytes, want none", rec.Body.Len())
+	}
+	if n := s.authCalls.Load(); n != 0 {
+		t.Errorf("authentication ran %d times for HEAD, want 0", n)
+	}
+}
+
+// TestRouterOpenAPIConditionalHeaders: request headers that ask for part of
+// the document or set a precondition never turn GET /openapi.yaml into a
+// failure without the contract's Error body (every failure has one). A
+// success is the document, whole (200) or in part (206), or 304.
+func TestRouterOpenAPIConditionalHeaders(t *testing.T) {
+	tests := []struct{ header, value string }{
+		{"Range", "bytes=999999-"},
+		{"Range", "bytes=0-9"},
+		{"Range", "bytes=x"},
+		{"Range", "bytes=5-1"},
+		{"If-Range", `"x"`},
+		{"If-Match", `"nope"`},
+		{"If-Unmodified-Since", "Mon, 02 Jan 2006 15:04:05 GMT"},
+		{"If-None-Match", "*"},
+		{"If-Modified-Since", "Mon, 02 Jan 2006 15:04:05 GMT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.header+": "+tt.value, func(t *testing.T) {
+			s := newSpyRouter(true)
+			r := httptest.NewRequest(http.MethodGet, "/openapi.yaml", nil)
+			r.Header.Set(tt.header, tt.value)
+			rec := httptest.NewRecorder()
+			s.handler.ServeHTTP(rec, r)
+			switch {
+			case rec.Code == http.StatusOK:
+				if !bytes.Equal(rec.Body.Bytes(), api.OpenAPI) {
+					t.Errorf("200 with a body (%d bytes) that is not the whole document", rec.Body.Len())
+				}
+			case rec.Code == http.StatusPartialContent:
+				if !bytes.Contains(api.OpenAPI, rec.Body.Bytes()) || rec.Body.Len() == 0 {
+					t.Errorf("206 with a body that is not part of the document: %q", rec.Body)
+				}
+			case rec.Code == http.StatusNotModified:
+			case rec.Code >= 400:
+				checkRecError(t, rec, rec.Code, apierror.Code(rec.Code*100+1))
+			default:
+				t.Errorf("status = %d", rec.Code)
+			}
+		})
+	}
+}
+
+func TestRouterPlantsIsAuthenticated(t *testing.T) {
+	s := newSpyRouter(true)
+	rec := s.serve(http.MethodPost, "/plants")
+	checkRecError(t, rec, http.StatusUnauthorized, apierror.CredentialsMissing)
+	if got := rec.Header().Get("WWW-Authenticate"); got != `Bearer realm="plantstore"` {
+		t.Errorf("WWW-Authenticate = %q", got)
+	}
+	if n := s.authCalls.Load(); n != 1 {
+		t.Errorf("authentication ran %d times, want 1", n)
+	}
+	if n := s.createCalls.Load(); n != 0 {
+		t.Errorf("the create handler ran %d times behind a rejecting middleware", n)
+	}
+
+	s = newSpyRouter(false)
+	rec = s.serve(http.MethodPost, "/plants")
+	if rec.Code != http.StatusNoContent {
+		t.Errorf("status = %d, want the spy handler's 204", rec.Code)
+	}
+	if a, c := s.authCalls.Load(), s.createCalls.Load(); a != 1 || c != 1 {
+		t.Errorf("authentication ran %d times and the handler %d times, want 1 and 1", a, c)
+	}
+}
+
+// TestRouterQueryDoesNotChangeTheRoute: a query string is not part of the
+// path.
+func TestRouterQueryDoesNotChangeTheRoute(t *testing.T) {
+	s := newSpyRouter(false)
+	if rec := s.serve(http.MethodPost, "/plants?x=1"); rec.Code != http.StatusNoContent {
+		t.Errorf("POST /plants?x=1: status = %d, want 204", rec.Code)
+	}
+	if rec := s.serve(http.MethodGet, "/openapi.yaml?v=1"); rec.Code != http.StatusOK {
+		t.Errorf("GET /openapi.yaml?v=1: status = %d, want 200", rec.Code)
+	}
+}
+
+// TestRouterWholeStack: the real create handler behind the router, over a
+// real connection, with a 404 and a 405 for good measure.
+func TestRouterWholeStack(t *testing.T) {
+	h := newHarness(t, &fakeStore{})
+	srv := httptest.NewServer(h.handler)
+	defer srv.Close()
+
+	res, err := srv.Client().Post(srv.URL+"/plants", "application/json", strings.NewReader(`{"id":1,"name":"a","tag":"t"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, res)
+	if res.StatusCode != 200 || strings.TrimSpace(string(body)) != `{"name":"a","tag":"t"}` {
+		t.Errorf("POST /plants: %d %s", res.StatusCode, body)
+	}
+
+	res, err = srv.Client().Get(srv.URL + "/plants")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkError(t, res.StatusCode, res.Header, readAll(t, res), 405, apierror.MethodNotAllowed)
+	if got := res.Header.Get("Allow"); got != "POST" {
+		t.Errorf("Allow = %q, want POST", got)
+	}
+
+	res, err = srv.Client().Post(srv.URL+"//plants", "application/json", strings.NewReader(`{"id":1,"name":"a"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkError(t, res.StatusCode, res.Header, readAll(t, res), 404, apierror.NotFound)
+
+	res, err = srv.Client().Head(srv.URL + "/openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, res)
+	if res.StatusCode != 200 || res.ContentLength != int64(len(api.OpenAPI)) {
+		t.Errorf("HEAD /openapi.yaml: %d, Content-Length %d, want 200, %d", res.StatusCode, res.ContentLength, len(api.OpenAPI))
+	}
+}
+
+func readAll(t *testing.T, res *http.Response) []byte {
+	t.Helper()
+	defer res.Body.Close()
+	var b bytes.Buffer
+	if _, err := b.ReadFrom(res.Body); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
