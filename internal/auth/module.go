@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 )
@@ -27,8 +28,13 @@ type Result struct {
 
 // New loads the tokens the options name and starts the file reloader with
 // the application. Without tokens and without development mode it fails.
-func New(lc fx.Lifecycle, o Options, log *zap.Logger) (Result, error) {
+func New(lc fx.Lifecycle, o Options, log *zap.Logger, reg prometheus.Registerer) (Result, error) {
 	log = log.Named("auth")
+	var keyring *Keyring
+	metrics, err := NewMetrics(reg, func() int { return keyring.Len() })
+	if err != nil {
+		return Result{}, err
+	}
 	var extra TokenSet
 	var dev DevToken
 	if o.Dev {
@@ -38,10 +44,9 @@ func New(lc fx.Lifecycle, o Options, log *zap.Logger) (Result, error) {
 		}
 		extra, dev = NewTokenSet(token), DevToken(token)
 	}
-	var keyring *Keyring
 	switch {
 	case o.TokensFile != "":
-		k, reloader, err := LoadFile(o.TokensFile, o.ReloadInterval, extra, log, nil)
+		k, reloader, err := LoadFile(o.TokensFile, o.ReloadInterval, extra, log, metrics.Reload)
 		if err != nil {
 			return Result{}, err
 		}
@@ -64,7 +69,7 @@ func New(lc fx.Lifecycle, o Options, log *zap.Logger) (Result, error) {
 	if dev != "" {
 		announce = func(addr string) { PrintDevBanner(os.Stderr, dev, addr) }
 	}
-	return Result{Keyring: keyring, DevToken: dev, Authenticate: Middleware(keyring, nil), Announce: announce}, nil
+	return Result{Keyring: keyring, DevToken: dev, Authenticate: Middleware(keyring, metrics.Failure), Announce: announce}, nil
 }
 
 // Module provides the keyring and the bearer middleware.

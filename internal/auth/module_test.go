@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx/fxtest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -18,7 +19,7 @@ import (
 
 func TestNewWithoutTokensFails(t *testing.T) {
 	lc := fxtest.NewLifecycle(t)
-	_, err := New(lc, Options{}, zaptest.NewLogger(t))
+	_, err := New(lc, Options{}, zaptest.NewLogger(t), prometheus.NewRegistry())
 	if err == nil {
 		t.Fatal("New with no tokens file and no --dev succeeded")
 	}
@@ -33,7 +34,7 @@ func TestNewWithoutTokensFails(t *testing.T) {
 
 func TestNewDevOnly(t *testing.T) {
 	lc := fxtest.NewLifecycle(t)
-	res, err := New(lc, Options{Dev: true}, zaptest.NewLogger(t))
+	res, err := New(lc, Options{Dev: true}, zaptest.NewLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -59,7 +60,7 @@ func TestNewDevOnly(t *testing.T) {
 	checkAuthenticate(t, res.Authenticate, dev)
 
 	// Another start generates another token.
-	res2, err := New(fxtest.NewLifecycle(t), Options{Dev: true}, zap.NewNop())
+	res2, err := New(fxtest.NewLifecycle(t), Options{Dev: true}, zap.NewNop(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestNewFileAndDev(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "file-token\n")
 	lc := fxtest.NewLifecycle(t)
-	res, err := New(lc, Options{TokensFile: path, ReloadInterval: testInterval, Dev: true}, zaptest.NewLogger(t))
+	res, err := New(lc, Options{TokensFile: path, ReloadInterval: testInterval, Dev: true}, zaptest.NewLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -133,7 +134,7 @@ func TestNewFileOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, sha256Line("file-token", false)+"\n")
 	lc := fxtest.NewLifecycle(t)
-	res, err := New(lc, Options{TokensFile: path, ReloadInterval: time.Second}, zaptest.NewLogger(t))
+	res, err := New(lc, Options{TokensFile: path, ReloadInterval: time.Second}, zaptest.NewLogger(t), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -166,13 +167,13 @@ func TestNewFileErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lc := fxtest.NewLifecycle(t)
-			if _, err := New(lc, tt.o, zaptest.NewLogger(t)); err == nil {
+			if _, err := New(lc, tt.o, zaptest.NewLogger(t), prometheus.NewRegistry()); err == nil {
 				t.Fatal("New succeeded, want an error")
 			}
 			lc.RequireStart().RequireStop()
 		})
 	}
-	if _, err := New(fxtest.NewLifecycle(t), tests[0].o, zap.NewNop()); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := New(fxtest.NewLifecycle(t), tests[0].o, zap.NewNop(), prometheus.NewRegistry()); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: error %v does not wrap fs.ErrNotExist", err)
 	}
 }
@@ -198,7 +199,7 @@ func captureStderr(t *testing.T, f func()) string {
 }
 
 func TestNewAnnounce(t *testing.T) {
-	res, err := New(fxtest.NewLifecycle(t), Options{Dev: true}, zap.NewNop())
+	res, err := New(fxtest.NewLifecycle(t), Options{Dev: true}, zap.NewNop(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestNewAnnounce(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "file-token\n")
-	res, err = New(fxtest.NewLifecycle(t), Options{TokensFile: path, ReloadInterval: time.Second}, zap.NewNop())
+	res, err = New(fxtest.NewLifecycle(t), Options{TokensFile: path, ReloadInterval: time.Second}, zap.NewNop(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

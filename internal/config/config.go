@@ -58,6 +58,8 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.Var(version, "version", "print the version and exit")
 	fs.StringVar(&c.Log.Level, "log-level", "info", "minimum log level: debug, info, warn or error")
 	fs.StringVar(&c.Log.Format, "log-format", "", "log encoding: json or console (default json, console with --dev)")
+	fs.IntVar(&c.Log.SamplingInitial, "log-sampling-initial", 100, "log sampling: of the lines with one message and level, each second keep the first N (0: keep every line)")
+	fs.IntVar(&c.Log.SamplingThereafter, "log-sampling-thereafter", 100, "log sampling: past the first lines of a second, keep every Nth")
 
 	fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", "", "file of accepted API tokens, one a line: a raw token or sha256:<hex digest>; # starts a comment; reread when it changes")
 	fs.DurationVar(&c.Auth.ReloadInterval, "auth-reload-interval", 5*time.Second, "how often the tokens file is checked for changes")
@@ -190,6 +192,9 @@ func (c Config) Validate() error {
 	}
 	if (c.Redis.TLSCAFile != "" || c.Redis.TLSServerName != "") && !c.Redis.TLS {
 		errs = append(errs, errors.New("--redis-tls-ca-file and --redis-tls-server-name need --redis-tls"))
+	}
+	if c.Log.SamplingInitial < 0 || c.Log.SamplingThereafter < 1 {
+		errs = append(errs, fmt.Errorf("--log-sampling-initial must be 0 or more and --log-sampling-thereafter 1 or more, got %d and %d", c.Log.SamplingInitial, c.Log.SamplingThereafter))
 	}
 	if c.Log.Format != "json" && c.Log.Format != "console" {
 		errs = append(errs, fmt.Errorf("--log-format must be json or console, got %q", c.Log.Format))

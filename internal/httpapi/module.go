@@ -3,11 +3,13 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/api"
 	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/telemetry"
 )
 
 // Params are what the API handler is built from.
@@ -17,6 +19,8 @@ type Params struct {
 	Options      Options
 	Repository   plant.Repository
 	Log          *zap.Logger
+	Registry     prometheus.Registerer
+	Tracing      *telemetry.Tracing
 	Authenticate func(http.Handler) http.Handler `name:"authenticate"`
 }
 
@@ -27,13 +31,22 @@ type Result struct {
 	Handler http.Handler `name:"api"`
 }
 
-// New builds the API handler.
-func New(p Params) Result {
-	return Result{Handler: NewRouter(RouterParams{
-		CreatePlant:  NewCreatePlantHandler(p.Repository, p.Options.StoreTimeout, p.Log.Named("api"), nil),
+// New builds the instrumented API handler.
+func New(p Params) (Result, error) {
+	creations, err := NewCreationCounter(p.Registry)
+	if err != nil {
+		return Result{}, err
+	}
+	in, err := NewInstrumentation(p.Registry, p.Tracing.Provider, p.Tracing.Propagator, p.Log)
+	if err != nil {
+		return Result{}, err
+	}
+	router := NewRouter(RouterParams{
+		CreatePlant:  NewCreatePlantHandler(p.Repository, p.Options.StoreTimeout, p.Log.Named("api"), creations.Observe),
 		OpenAPI:      NewOpenAPIHandler(api.OpenAPI),
 		Authenticate: p.Authenticate,
-	})}
+	})
+	return Result{Handler: in.Wrap(router)}, nil
 }
 
 // Module provides the API handler.

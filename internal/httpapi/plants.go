@@ -75,13 +75,13 @@ func (h *CreatePlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"id "+strconv.FormatInt(p.ID, 10)+" is already taken by a plant with a different name or tag"))
 		return
 	case errors.Is(err, plant.ErrUnavailable):
-		h.log.Warn("plant store unavailable", zap.Error(err))
+		h.log.Warn("plant store unavailable", append(logFields(r.Context()), zap.Error(err))...)
 		w.Header().Set("Retry-After", "1")
 		apierror.Write(w, apierror.New(apierror.StoreUnavailable,
 			"the plant store is unavailable or did not answer in time; retry later"))
 		return
 	default:
-		h.log.Error("creating plant failed", zap.Error(err))
+		h.log.Error("creating plant failed", append(logFields(r.Context()), zap.Error(err))...)
 		apierror.Write(w, apierror.New(apierror.Internal, "internal error"))
 		return
 	}

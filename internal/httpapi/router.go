@@ -24,6 +24,16 @@ func NewRouter(p RouterParams) *mux.Router {
 	// Do not 301-redirect unclean paths such as //plants: a redirected POST
 	// is not what a client of this API expects; it is simply not a route.
 	r.SkipClean(true)
+	// Tell the instrumentation which route matched; each route is named by
+	// its template.
+	r.Use(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if route := mux.CurrentRoute(req); route != nil {
+				setRoute(req.Context(), route.GetName())
+			}
+			next.ServeHTTP(w, req)
+		})
+	})
 	r.Handle("/plants", p.Authenticate(p.CreatePlant)).Methods(http.MethodPost).Name("/plants")
 	r.Handle("/openapi.yaml", p.OpenAPI).Methods(http.MethodGet, http.MethodHead).Name("/openapi.yaml")
 
@@ -31,7 +41,8 @@ func NewRouter(p RouterParams) *mux.Router {
 		apierror.Write(w, apierror.New(apierror.NotFound, "no such path: see /openapi.yaml for the API"))
 	})
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		allowed := allowedMethods(r, req)
+		allowed, route := allowedMethods(r, req)
+		setRoute(req.Context(), route)
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		apierror.Write(w, apierror.New(apierror.MethodNotAllowed,
 			"method "+req.Method+" is not allowed on this path; allowed: "+strings.Join(allowed, ", ")))
@@ -40,9 +51,10 @@ func NewRouter(p RouterParams) *mux.Router {
 }
 
 // allowedMethods lists the methods the router would accept for the request's
-// path; gorilla/mux knows them but does not set the Allow header itself.
-func allowedMethods(router *mux.Router, req *http.Request) []string {
-	var allowed []string
+// path, and the template of the route that has the path; gorilla/mux knows
+// them but does not set the Allow header itself.
+func allowedMethods(router *mux.Router, req *http.Request) (allowed []string, template string) {
+	template = RouteUnmatched
 	_ = router.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
 		methods, err := route.GetMethods()
 		if err != nil {
@@ -54,9 +66,10 @@ func allowedMethods(router *mux.Router, req *http.Request) []string {
 			var match mux.RouteMatch
 			if route.Match(probe, &match) {
 				allowed = append(allowed, m)
+				template = route.GetName()
 			}
 		}
 		return nil
 	})
-	return allowed
+	return allowed, template
 }

@@ -13,6 +13,7 @@ import (
 // outside the cluster.
 func NewAdminHandler(h *Health, reg *prometheus.Registry, enablePprof bool) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /startupz", h.Startupz)
 	mux.HandleFunc("GET /livez", h.Livez)
 	mux.HandleFunc("GET /readyz", h.Readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{

@@ -16,12 +16,15 @@ type Pinger interface {
 
 // Health answers the probes.
 //
+//   - /startupz: start-up has finished: every component started and both
+//     listeners are bound. Until then liveness is not worth asking.
 //   - /livez: the process serves HTTP. Failing it means restart me.
-//   - /readyz: the store answers within the readiness timeout and the server
-//     is not draining. Failing it means send me no traffic for now.
+//   - /readyz: started, the store answers within the readiness timeout and
+//     the server is not draining. Failing it means send me no traffic for now.
 type Health struct {
 	store    Pinger
 	timeout  time.Duration
+	started  atomic.Bool
 	draining atomic.Bool
 	log      *zap.Logger
 }
@@ -29,6 +32,18 @@ type Health struct {
 // NewHealth returns the probes' handlers over store.
 func NewHealth(store Pinger, timeout time.Duration, log *zap.Logger) *Health {
 	return &Health{store: store, timeout: timeout, log: log}
+}
+
+// SetStarted marks start-up as finished.
+func (h *Health) SetStarted() { h.started.Store(true) }
+
+// Startupz answers 200 once start-up has finished, 503 before.
+func (h *Health) Startupz(w http.ResponseWriter, _ *http.Request) {
+	if !h.started.Load() {
+		writeProbe(w, http.StatusServiceUnavailable, "starting")
+		return
+	}
+	writeProbe(w, http.StatusOK, "ok")
 }
 
 // SetDraining marks the server as shutting down: /readyz fails from now on.
@@ -42,6 +57,10 @@ func (h *Health) Livez(w http.ResponseWriter, _ *http.Request) {
 // Readyz answers 200 when the store answers in time and the server is not
 // draining, 503 otherwise.
 func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
+	if !h.started.Load() {
+		writeProbe(w, http.StatusServiceUnavailable, "starting")
+		return
+	}
 	if h.draining.Load() {
 		writeProbe(w, http.StatusServiceUnavailable, "draining")
 		return

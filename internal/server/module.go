@@ -54,6 +54,7 @@ func New(p Params) *Servers {
 				_ = s.Admin.Shutdown(ctx)
 				return err
 			}
+			health.SetStarted()
 			if p.Announce != nil {
 				p.Announce(s.API.Addr().String())
 			}

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/telemetry"
 )
 
 // Backend is a plant repository that can be health-checked.
@@ -19,17 +22,28 @@ type Backend interface {
 // NewBackend returns the Redis repository when addresses are configured and
 // the embedded store otherwise, announcing loudly that the latter loses
 // everything on exit. The Redis client is closed when the application stops.
-func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger) (Backend, error) {
+func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus.Registerer, tracing *telemetry.Tracing) (Backend, error) {
 	log = log.Named("store")
 	if len(o.Addrs) == 0 {
 		log.Warn("USING THE EMBEDDED IN-PROCESS STORE: NOT DURABLE, every plant is lost when the process exits; set --redis-addr for production")
-		return NewMemory(), nil
+		return Instrument(NewMemory(), reg)
 	}
 	client, err := NewRedisClient(o)
 	if err != nil {
 		return nil, fmt.Errorf("redis client: %w", err)
 	}
 	lc.Append(fx.StopHook(client.Close))
+	if tracing.Exporting {
+		// A span per Redis command, without the command's arguments: they
+		// hold plant data, and AUTH would hold a password.
+		if err := redisotel.InstrumentTracing(client,
+			redisotel.WithTracerProvider(tracing.Provider), redisotel.WithDBStatement(false)); err != nil {
+			return nil, fmt.Errorf("tracing redis: %w", err)
+		}
+	}
+	if err := reg.Register(NewPoolCollector(client.PoolStats)); err != nil {
+		return nil, err
+	}
 	mode := "single node"
 	switch {
 	case o.MasterName != "":
@@ -38,7 +52,7 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger) (Backend, erro
 		mode = "cluster"
 	}
 	log.Info("using redis", zap.Strings("addrs", o.Addrs), zap.String("mode", mode), zap.Bool("tls", o.TLS))
-	return NewRedis(client, o.KeyPrefix), nil
+	return Instrument(NewRedis(client, o.KeyPrefix), reg)
 }
 
 // Module provides the Backend, and it as the domain's plant.Repository.

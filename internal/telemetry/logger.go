@@ -14,6 +14,11 @@ type LogOptions struct {
 	Level string
 	// Format is "json" or "console" (readable, coloured, for development).
 	Format string
+	// Sampling: of the lines with one message and level, each second, keep
+	// the first SamplingInitial and then every SamplingThereafter-th.
+	// SamplingInitial 0 keeps every line.
+	SamplingInitial    int
+	SamplingThereafter int
 }
 
 // NewLogger returns a JSON logger for production, or a coloured console
@@ -37,5 +42,9 @@ func NewLogger(o LogOptions) (*zap.Logger, error) {
 		return nil, fmt.Errorf("log format %q: want json or console", o.Format)
 	}
 	cfg.Level = zap.NewAtomicLevelAt(level)
+	cfg.Sampling = nil
+	if o.SamplingInitial > 0 {
+		cfg.Sampling = &zap.SamplingConfig{Initial: o.SamplingInitial, Thereafter: max(o.SamplingThereafter, 1)}
+	}
 	return cfg.Build()
 }

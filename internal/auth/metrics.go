@@ -1,0 +1,54 @@
+package auth
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics count refused requests and token reloads.
+type Metrics struct {
+	failures map[string]prometheus.Counter
+	reloaded prometheus.Counter
+	failed   prometheus.Counter
+}
+
+// NewMetrics registers the auth metrics on reg. tokens reports the number of
+// tokens in force for the plantstore_auth_tokens gauge.
+func NewMetrics(reg prometheus.Registerer, tokens func() int) (*Metrics, error) {
+	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "plantstore", Subsystem: "auth", Name: "failures_total",
+		Help: "Requests refused for their credentials, by reason: missing, malformed, rejected.",
+	}, []string{"reason"})
+	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "plantstore", Subsystem: "auth", Name: "token_reloads_total",
+		Help: "Changes of the tokens file taken in (success) or refused, keeping the tokens in force (failure).",
+	}, []string{"result"})
+	count := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "plantstore", Subsystem: "auth", Name: "tokens",
+		Help: "Tokens accepted now.",
+	}, func() float64 { return float64(tokens()) })
+	for _, c := range []prometheus.Collector{failures, reloads, count} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	m := &Metrics{failures: make(map[string]prometheus.Counter),
+		reloaded: reloads.WithLabelValues("success"), failed: reloads.WithLabelValues("failure")}
+	for _, r := range []string{ReasonMissing, ReasonMalformed, ReasonRejected} {
+		m.failures[r] = failures.WithLabelValues(r)
+	}
+	return m, nil
+}
+
+// Failure is the middleware's FailureObserver.
+func (m *Metrics) Failure(reason string) {
+	if c, ok := m.failures[reason]; ok {
+		c.Inc()
+	}
+}
+
+// Reload is the reloader's ReloadObserver.
+func (m *Metrics) Reload(err error) {
+	if err != nil {
+		m.failed.Inc()
+		return
+	}
+	m.reloaded.Inc()
+}

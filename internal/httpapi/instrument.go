@@ -1,0 +1,233 @@
+package httpapi
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/plantstore/plantstore/internal/telemetry"
+)
+
+// RouteUnmatched is the route label of requests that match no route, so that
+// random paths cannot grow the number of series.
+const RouteUnmatched = "unmatched"
+
+// Instrumentation observes every request three ways: a server span, RED
+// metrics labelled by route template, and one access-log line.
+type Instrumentation struct {
+	duration   *prometheus.HistogramVec
+	inFlight   prometheus.Gauge
+	access     *zap.Logger
+	tracer     trace.TracerProvider
+	propagator propagation.TextMapPropagator
+}
+
+// NewInstrumentation registers the HTTP metrics on reg. Spans go to tp,
+// access-log lines to log.
+func NewInstrumentation(reg prometheus.Registerer, tp trace.TracerProvider, prop propagation.TextMapPropagator, log *zap.Logger) (*Instrumentation, error) {
+	in := &Instrumentation{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "plantstore", Subsystem: "http", Name: "request_duration_seconds",
+			Help:                            "Time from the request's arrival to the end of its response, by method, route template and status code.",
+			Buckets:                         telemetry.DurationBuckets(),
+			NativeHistogramBucketFactor:     1.1,
+			NativeHistogramMaxBucketNumber:  160,
+			NativeHistogramMinResetDuration: time.Hour,
+		}, []string{"method", "route", "code"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "plantstore", Subsystem: "http", Name: "requests_in_flight",
+			Help: "Requests being served now.",
+		}),
+		access:     log.Named("access"),
+		tracer:     tp,
+		propagator: prop,
+	}
+	for _, c := range []prometheus.Collector{in.duration, in.inFlight} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// Wrap instruments next, which should be the router: the route template is
+// known only once it has matched.
+func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
+	observed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { in.observe(w, r, next) })
+	return otelhttp.NewHandler(observed, "http.server",
+		otelhttp.WithTracerProvider(in.tracer),
+		otelhttp.WithPropagators(in.propagator),
+		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
+		// Renamed to "METHOD /route" once the route is known.
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return methodLabel(r.Method) }),
+	)
+}
+
+func (in *Instrumentation) observe(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	start := time.Now()
+	in.inFlight.Inc()
+	defer in.inFlight.Dec()
+
+	info := &requestInfo{route: RouteUnmatched, id: requestID(r.Header.Get("X-Request-ID"))}
+	w.Header().Set("X-Request-ID", info.id)
+	rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
+	next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+	elapsed := time.Since(start)
+
+	method := methodLabel(r.Method)
+	span := trace.SpanFromContext(r.Context())
+	if info.route != RouteUnmatched {
+		span.SetName(method + " " + info.route)
+		span.SetAttributes(semconv.HTTPRoute(info.route))
+	}
+	sc := span.SpanContext()
+	obs := in.duration.WithLabelValues(method, info.route, strconv.Itoa(rec.status))
+	if ex, ok := obs.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
+		ex.ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
+	} else {
+		obs.Observe(elapsed.Seconds())
+	}
+
+	level := zapcore.InfoLevel
+	if rec.status >= 500 {
+		level = zapcore.ErrorLevel
+	}
+	if ce := in.access.Check(level, "request"); ce != nil {
+		ce.Write(
+			zap.String("method", r.Method),
+			zap.String("route", info.route),
+			zap.String("path", r.URL.Path),
+			zap.Int("status", rec.status),
+			zap.Duration("duration", elapsed),
+			zap.Int64("bytes", rec.bytes),
+			zap.String("remote_addr", r.RemoteAddr),
+			zap.String("user_agent", truncate(r.UserAgent(), 256)),
+			zap.String("request_id", info.id),
+			zap.String("trace_id", traceID(sc)),
+			zap.String("span_id", spanID(sc)),
+		)
+	}
+}
+
+// requestInfo travels down the handler chain in the context: the router
+// fills in the route, handlers read the request id for their own logs.
+type requestInfo struct {
+	route string
+	id    string
+}
+
+type requestInfoKey struct{}
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
+	return info
+}
+
+// setRoute records the matched route template for the instrumentation.
+func setRoute(ctx context.Context, route string) {
+	if info := infoFrom(ctx); info != nil {
+		info.route = route
+	}
+}
+
+// logFields correlates a handler's own log lines with the access log and
+// the trace.
+func logFields(ctx context.Context) []zap.Field {
+	var id string
+	if info := infoFrom(ctx); info != nil {
+		id = info.id
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	return []zap.Field{zap.String("request_id", id), zap.String("trace_id", traceID(sc)), zap.String("span_id", spanID(sc))}
+}
+
+// requestID honours a well-formed incoming X-Request-ID (1 to 128 of
+// letters, digits and -._:) and otherwise makes one.
+func requestID(in string) string {
+	if len(in) > 0 && len(in) <= 128 {
+		ok := true
+		for i := 0; i < len(in) && ok; i++ {
+			c := in[i]
+			ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':'
+		}
+		if ok {
+			return in
+		}
+	}
+	const hexdigits = "0123456789abcdef"
+	var b [32]byte
+	hi, lo := rand.Uint64(), rand.Uint64()
+	for i := range 16 {
+		b[i] = hexdigits[hi>>(60-4*i)&0xf]
+		b[16+i] = hexdigits[lo>>(60-4*i)&0xf]
+	}
+	return string(b[:])
+}
+
+// methodLabel bounds the method label: unknown methods count as OTHER.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	default:
+		return "OTHER"
+	}
+}
+
+func traceID(sc trace.SpanContext) string {
+	if !sc.HasTraceID() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+func spanID(sc trace.SpanContext) string {
+	if !sc.HasSpanID() {
+		return ""
+	}
+	return sc.SpanID().String()
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// responseRecorder remembers the status and counts the body bytes.
+type responseRecorder struct {
+	http.ResponseWriter
+	status      int
+	bytes       int64
+	wroteHeader bool
+}
+
+func (r *responseRecorder) WriteHeader(code int) {
+	if !r.wroteHeader {
+		r.status, r.wroteHeader = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *responseRecorder) Write(b []byte) (int, error) {
+	r.wroteHeader = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *responseRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,383 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+)
+
+// startServer starts an HTTPServer for handler on a free loopback port and
+// shuts it down at the end of the test.
+func startServer(t *testing.T, handler http.Handler, o HTTPOptions) *HTTPServer {
+	t.Helper()
+	s := NewHTTPServer("API", "--http-addr", "127.0.0.1:0", handler, o, zaptest.NewLogger(t))
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	})
+	return s
+}
+
+func okHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "hello")
+	})
+}
+
+// noKeepAlive is a client that opens a connection per request, so that each
+// request proves the listener still accepts.
+func noKeepAlive() *http.Client {
+	return &http.Client{
+		Timeout:   10 * time.Second,
+		Transport: &http.Transport{DisableKeepAlives: true},
+	}
+}
+
+func get(t *testing.T, c *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading body: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// refuses reports whether a TCP connection to addr is refused.
+func refuses(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err == nil {
+		c.Close()
+		return false
+	}
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+func TestHTTPServerStartBindsSynchronously(t *testing.T) {
+	s := NewHTTPServer("API", "--http-addr", "127.0.0.1:0", okHandler(), HTTPOptions{}, zaptest.NewLogger(t))
+	if s.Addr() != nil {
+		t.Fatalf("Addr before Start = %v, want nil", s.Addr())
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+
+	addr := s.Addr()
+	if addr == nil {
+		t.Fatal("Addr is nil right after Start")
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || tcp.Port == 0 || !tcp.IP.IsLoopback() {
+		t.Fatalf("Addr = %v, want a bound loopback port", addr)
+	}
+	// No retry, no sleep: the listener is bound when Start returns.
+	status, body := get(t, noKeepAlive(), "http://"+addr.String()+"/")
+	if status != http.StatusOK || body != "hello" {
+		t.Errorf("GET / = %d %q, want 200 \"hello\"", status, body)
+	}
+}
+
+func TestHTTPServerStartBusyPort(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+
+	tests := []struct{ name, flag string }{
+		{"API", "--http-addr"},
+		{"admin", "--admin-addr"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := NewHTTPServer(tt.name, tt.flag, busy.Addr().String(), okHandler(), HTTPOptions{}, zaptest.NewLogger(t))
+			err := s.Start(context.Background())
+			if err == nil {
+				_ = s.Shutdown(context.Background())
+				t.Fatal("Start on a busy port succeeded")
+			}
+			msg := err.Error()
+			for _, want := range []string{tt.name, tt.flag, busy.Addr().String(), "address already in use"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error %q does not mention %q", msg, want)
+				}
+			}
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				t.Errorf("error %v does not wrap EADDRINUSE", err)
+			}
+			if s.Addr() != nil {
+				t.Errorf("Addr after a failed Start = %v, want nil", s.Addr())
+			}
+			if err := s.Shutdown(context.Background()); err != nil {
+				t.Errorf("Shutdown after a failed Start: %v", err)
+			}
+		})
+	}
+}
+
+// blockingHandler signals entered when a request arrives, then waits for
+// release before answering 200.
+type blockingHandler struct {
+	entered chan struct{}
+	release chan struct{}
+	exited  chan struct{}
+}
+
+func newBlockingHandler() *blockingHandler {
+	return &blockingHandler{
+		entered: make(chan struct{}),
+		release: make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+}
+
+func (b *blockingHandler) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	defer close(b.exited)
+	close(b.entered)
+	<-b.release
+	_, _ = io.WriteString(w, "finished")
+}
+
+type result struct {
+	status int
+	body   string
+	err    error
+}
+
+// getAsync issues a GET in the background.
+func getAsync(url string) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		resp, err := noKeepAlive().Get(url)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		ch <- result{status: resp.StatusCode, body: string(b), err: err}
+	}()
+	return ch
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func TestHTTPServerShutdownWaitsForInFlight(t *testing.T) {
+	h := newBlockingHandler()
+	s := startServer(t, h, HTTPOptions{})
+	addr := s.Addr().String()
+
+	resc := getAsync("http://" + addr + "/")
+	waitFor(t, h.entered, "the request to reach the handler")
+
+	shutdownErr := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shutdownErr <- s.Shutdown(ctx)
+	}()
+
+	// Shutdown is under way once the listener refuses new connections; it
+	// must still be waiting for the handler.
+	deadline := time.Now().Add(10 * time.Second)
+	for !refuses(addr) {
+		if time.Now().After(deadline) {
+			t.Fatal("listener still accepts after Shutdown began")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-shutdownErr:
+		t.Fatalf("Shutdown returned (%v) while a request was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	close(h.release)
+	select {
+	case err := <-shutdownErr:
+		if err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not return after the handler finished")
+	}
+	res := <-resc
+	if res.err != nil || res.status != http.StatusOK || res.body != "finished" {
+		t.Errorf("in-flight request = %d %q %v, want 200 \"finished\"", res.status, res.body, res.err)
+	}
+}
+
+func TestHTTPServerShutdownExpiredContext(t *testing.T) {
+	h := newBlockingHandler()
+	s := startServer(t, h, HTTPOptions{})
+	t.Cleanup(func() {
+		close(h.release)
+		<-h.exited
+	})
+	addr := s.Addr().String()
+
+	resc := getAsync("http://" + addr + "/")
+	waitFor(t, h.entered, "the request to reach the handler")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := s.Shutdown(ctx)
+	if err == nil {
+		t.Fatal("Shutdown with an expired context returned nil while a request was in flight")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v does not wrap the context's error", err)
+	}
+	if !strings.Contains(err.Error(), "API") {
+		t.Errorf("error %q does not name the server", err)
+	}
+
+	// The connection was closed under the blocked handler: the client fails
+	// rather than waiting for it.
+	select {
+	case res := <-resc:
+		if res.err == nil {
+			t.Errorf("client got %d %q, want a connection error", res.status, res.body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("client still waiting: the connection was not closed")
+	}
+	if !refuses(addr) {
+		t.Error("listener still accepts after Shutdown")
+	}
+}
+
+func TestHTTPServerShutdownBeforeStart(t *testing.T) {
+	s := NewHTTPServer("API", "--http-addr", "127.0.0.1:0", okHandler(), HTTPOptions{}, zaptest.NewLogger(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []context.Context{context.Background(), ctx} {
+		if err := s.Shutdown(c); err != nil {
+			t.Errorf("Shutdown before Start: %v", err)
+		}
+	}
+}
+
+func TestHTTPServerOptionsApplied(t *testing.T) {
+	o := HTTPOptions{
+		ReadHeaderTimeout: 1 * time.Second,
+		ReadTimeout:       2 * time.Second,
+		WriteTimeout:      3 * time.Second,
+		IdleTimeout:       4 * time.Second,
+		MaxHeaderBytes:    5000,
+	}
+	s := NewHTTPServer("API", "--http-addr", "127.0.0.1:0", okHandler(), o, zaptest.NewLogger(t))
+	got := HTTPOptions{
+		ReadHeaderTimeout: s.srv.ReadHeaderTimeout,
+		ReadTimeout:       s.srv.ReadTimeout,
+		WriteTimeout:      s.srv.WriteTimeout,
+		IdleTimeout:       s.srv.IdleTimeout,
+		MaxHeaderBytes:    s.srv.MaxHeaderBytes,
+	}
+	if got != o {
+		t.Errorf("http.Server options = %+v, want %+v", got, o)
+	}
+}
+
+func TestHTTPServerReadHeaderTimeout(t *testing.T) {
+	tests := []struct {
+		name       string
+		timeout    time.Duration
+		wait       time.Duration // how long the client waits for the server
+		wantClosed bool
+	}{
+		{"100ms closes a slow header", 100 * time.Millisecond, 5 * time.Second, true},
+		// Control: without the option the server keeps waiting.
+		{"unset keeps waiting", 0, 300 * time.Millisecond, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startServer(t, okHandler(), HTTPOptions{ReadHeaderTimeout: tt.timeout})
+			conn, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			// A header block that never ends.
+			if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: example\r\nX-Slow: "); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(tt.wait))
+			n, err := conn.Read(make([]byte, 512))
+			var ne net.Error
+			timedOut := errors.As(err, &ne) && ne.Timeout()
+			switch {
+			case tt.wantClosed && timedOut:
+				t.Fatalf("connection still open after %v with ReadHeaderTimeout %v", tt.wait, tt.timeout)
+			case tt.wantClosed && n > 0:
+				t.Fatalf("server sent %d bytes, want it to close the connection", n)
+			case tt.wantClosed && !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET):
+				t.Fatalf("read = %v, want EOF or reset", err)
+			case !tt.wantClosed && !timedOut:
+				t.Fatalf("read = %d bytes, %v; want the connection left open", n, err)
+			}
+		})
+	}
+}
+
+func TestHTTPServerMaxHeaderBytes(t *testing.T) {
+	const limit = 1 << 10
+	// net/http allows 4096 bytes over MaxHeaderBytes before refusing.
+	const slack = 4096
+	tests := []struct {
+		name   string
+		size   int
+		status int
+	}{
+		{"under the limit", limit / 2, http.StatusOK},
+		{"well over the limit", limit + slack + 1024, http.StatusRequestHeaderFieldsTooLarge},
+	}
+	s := startServer(t, okHandler(), HTTPOptions{MaxHeaderBytes: limit, ReadHeaderTimeout: 5 * time.Second})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", s.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+			req := "GET / HTTP/1.1\r\nHost: example\r\nX-Big: " + strings.Repeat("a", tt.size) + "\r\nConnection: close\r\n\r\n"
+			if _, err := io.WriteString(conn, req); err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("reading the response: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Errorf("status = %d, want %d", resp.StatusCode, tt.status)
+			}
+		})
+	}
+}

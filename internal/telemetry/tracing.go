@@ -1,0 +1,114 @@
+package telemetry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/plantstore/plantstore/internal/version"
+)
+
+// ServiceName is the default service.name; OTEL_SERVICE_NAME overrides it.
+const ServiceName = "plantstore"
+
+// Tracing is the service's tracer provider and propagator. Nothing is set
+// globally: whoever traces receives these.
+type Tracing struct {
+	Provider   trace.TracerProvider
+	Propagator propagation.TextMapPropagator
+	// Exporting is false for the no-op provider.
+	Exporting bool
+	shutdown  func(context.Context) error
+}
+
+// Shutdown flushes buffered spans and stops the exporter.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t.shutdown == nil {
+		return nil
+	}
+	return t.shutdown(ctx)
+}
+
+// NewTracing builds tracing from the standard OTEL_* environment only:
+// OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER (otlp or none),
+// OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _PROTOCOL (http/protobuf or grpc),
+// _HEADERS, _TIMEOUT, OTEL_TRACES_SAMPLER[_ARG], OTEL_RESOURCE_ATTRIBUTES and
+// OTEL_SERVICE_NAME. With no exporter endpoint set the provider is a no-op,
+// so an unconfigured service pays almost nothing for its spans.
+// W3C trace context and baggage are always propagated.
+func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
+	t := &Tracing{
+		Provider:   noop.NewTracerProvider(),
+		Propagator: propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+	}
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") {
+		return t, nil
+	}
+	switch exp := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))); exp {
+	case "", "otlp":
+	case "none":
+		return t, nil
+	default:
+		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: only otlp and none are supported", exp)
+	}
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return t, nil
+	}
+
+	protocol := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if protocol == "" {
+		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var exporter sdktrace.SpanExporter
+	var err error
+	switch protocol {
+	case "", "http/protobuf":
+		exporter, err = otlptracehttp.New(ctx)
+	case "grpc":
+		exporter, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: want http/protobuf or grpc", protocol)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating the OTLP trace exporter: %w", err)
+	}
+
+	res, err := resource.New(ctx,
+		resource.WithTelemetrySDK(),
+		resource.WithAttributes(
+			semconv.ServiceName(ServiceName),
+			semconv.ServiceVersion(info.Version),
+			semconv.ServiceInstanceID(instanceID()),
+		),
+		// Last, so that OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (where
+		// the chart passes the pod, namespace and node) win.
+		resource.WithFromEnv(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("building the trace resource: %w", err)
+	}
+	// The sampler comes from OTEL_TRACES_SAMPLER; the SDK reads it itself.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	t.Provider, t.Exporting, t.shutdown = tp, true, tp.Shutdown
+	return t, nil
+}
+
+// instanceID identifies this process among the service's replicas.
+func instanceID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	host, _ := os.Hostname()
+	return host + "-" + hex.EncodeToString(b)
+}
