@@ -1,0 +1,170 @@
+package perf
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/plantstore/plantstore/api"
+	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/store"
+	"github.com/plantstore/plantstore/internal/telemetry"
+	"github.com/plantstore/plantstore/internal/version"
+)
+
+const benchToken = "bench-token"
+
+// telemetryMode is how much of the telemetry a chain carries.
+type telemetryMode struct {
+	name string
+	// sampler is OTEL_TRACES_SAMPLER(_ARG); empty means no tracing at all.
+	sampler, samplerArg string
+	on                  bool
+}
+
+var modes = []telemetryMode{
+	{name: "off"},
+	// What the chart deploys: metrics, every access line, traces sampled
+	// at 10% and exported over OTLP/HTTP to a local sink.
+	{name: "on", on: true, sampler: "parentbased_traceidratio", samplerArg: "0.1"},
+	// Every request traced.
+	{name: "all-sampled", on: true, sampler: "parentbased_always_on"},
+}
+
+// BenchmarkChain serves POST /plants through the whole handler chain
+// (instrumentation, router, bearer auth, decoding, store) with telemetry off
+// and on, on real Redis and on the embedded store. Compare the telemetry
+// column with: benchstat -col /telemetry.
+func BenchmarkChain(b *testing.B) {
+	redisServer := redistest.Start(b)
+	sink := otlpSink(b)
+	for _, backend := range []string{"redis", "memory"} {
+		for _, mode := range modes {
+			b.Run("store="+backend+"/telemetry="+mode.name, func(b *testing.B) {
+				var repo store.Backend = store.NewMemory()
+				if backend == "redis" {
+					client, err := store.NewRedisClient(store.RedisOptions{Addrs: []string{redisServer.Addr},
+						DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer client.Close()
+					repo = store.NewRedis(client, "bench:")
+				}
+				handler, shutdown := chain(b, repo, mode, sink)
+				defer shutdown()
+				id := time.Now().UnixNano() // fresh ids on every run
+				w := &discardWriter{header: make(http.Header)}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					id++
+					body := `{"id":` + strconv.FormatInt(id, 10) + `,"name":"Monstera","tag":"tropical"}`
+					// What net/http hands a handler, without the cost of
+					// parsing a request from text in the loop.
+					req, _ := http.NewRequest(http.MethodPost, "/plants", strings.NewReader(body))
+					req.RemoteAddr = "127.0.0.1:40000"
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Authorization", "Bearer "+benchToken)
+					req.Header.Set("User-Agent", "bench")
+					w.reset()
+					handler.ServeHTTP(w, req)
+					if w.status != http.StatusOK {
+						b.Fatalf("status %d", w.status)
+					}
+				}
+			})
+		}
+	}
+}
+
+// chain builds the API handler the way the service does, with or without
+// telemetry.
+func chain(b *testing.B, repo store.Backend, mode telemetryMode, sinkURL string) (http.Handler, func()) {
+	b.Helper()
+	keyring := auth.NewKeyring(auth.NewTokenSet(benchToken))
+	if !mode.on {
+		return httpapi.NewRouter(httpapi.RouterParams{
+			CreatePlant:  httpapi.NewCreatePlantHandler(repo, time.Second, zap.NewNop(), nil),
+			OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
+			Authenticate: auth.Middleware(keyring, nil),
+		}), func() {}
+	}
+
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", sinkURL)
+	b.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	b.Setenv("OTEL_TRACES_SAMPLER", mode.sampler)
+	b.Setenv("OTEL_TRACES_SAMPLER_ARG", mode.samplerArg)
+	tracing, err := telemetry.NewTracing(context.Background(), version.Get())
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := telemetry.NewRegistry(version.Get())
+	// The production JSON encoder, writing to nowhere, sampling nothing away.
+	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
+		zapcore.AddSync(io.Discard), zap.InfoLevel))
+	instrumented, err := store.Instrument(repo, reg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	metrics, err := auth.NewMetrics(reg, keyring.Len)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := httpapi.New(httpapi.Params{
+		Options:      httpapi.Options{StoreTimeout: time.Second},
+		Repository:   instrumented,
+		Log:          log,
+		Registry:     reg,
+		Tracing:      tracing,
+		Authenticate: auth.Middleware(keyring, metrics.Failure),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res.Handler, func() { _ = tracing.Shutdown(context.Background()) }
+}
+
+// discardWriter is a reusable ResponseWriter that keeps only the status.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *discardWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (w *discardWriter) reset() {
+	clear(w.header)
+	w.status = 0
+}
+
+// otlpSink is a local OTLP/HTTP endpoint that reads and drops every export.
+func otlpSink(b *testing.B) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
