@@ -79,11 +79,11 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 		in.inFlight.Inc()
 		defer in.inFlight.Dec()
 
-		ctx := in.propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx := in.propagator.Extract(r.Context(), headerCarrier(r.Header))
 		ctx, span := tracer.Start(ctx, methodLabel(r.Method), trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		info := &requestInfo{route: RouteUnmatched, id: requestID(r.Header.Get("X-Request-ID"))}
-		w.Header().Set("X-Request-ID", info.id)
+		w.Header()["X-Request-Id"] = []string{info.id} // canonical key: no per-request canonicalisation
 		rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, requestInfoKey{}, info)))
 		elapsed := time.Since(start)
@@ -93,7 +93,7 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 		if span.IsRecording() {
 			annotate(span, r, method, info.route, rec)
 		}
-		obs := in.duration.WithLabelValues(method, info.route, strconv.Itoa(rec.status))
+		obs := in.duration.WithLabelValues(method, info.route, statusLabel(rec.status))
 		if ex, ok := obs.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
 			ex.ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
 		} else {
@@ -217,6 +217,62 @@ func requestID(in string) string {
 	}
 	return string(b[:])
 }
+
+// statusLabel is strconv.Itoa without an allocation for the statuses the
+// API sends.
+func statusLabel(code int) string {
+	switch code {
+	case 200:
+		return "200"
+	case 400:
+		return "400"
+	case 401:
+		return "401"
+	case 404:
+		return "404"
+	case 405:
+		return "405"
+	case 409:
+		return "409"
+	case 413:
+		return "413"
+	case 415:
+		return "415"
+	case 500:
+		return "500"
+	case 503:
+		return "503"
+	default:
+		return strconv.Itoa(code)
+	}
+}
+
+// headerCarrier reads propagation headers by their canonical names, sparing
+// http.Header.Get the canonicalisation (and allocation) of "traceparent",
+// "tracestate" and "baggage" on every request.
+type headerCarrier http.Header
+
+func (c headerCarrier) Get(key string) string {
+	var v []string
+	switch key {
+	case "traceparent":
+		v = c["Traceparent"]
+	case "tracestate":
+		v = c["Tracestate"]
+	case "baggage":
+		v = c["Baggage"]
+	default:
+		return http.Header(c).Get(key)
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+func (c headerCarrier) Set(key, value string) { http.Header(c).Set(key, value) }
+
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
 
 // methodLabel bounds the method label: unknown methods count as OTHER.
 func methodLabel(m string) string {

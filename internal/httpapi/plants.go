@@ -111,20 +111,22 @@ func checkContentType(value string) *apierror.Error {
 // readBody reads at most MaxBodyBytes; a larger body is refused without
 // reading it all.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierror.Error) {
-	tooLarge := apierror.New(apierror.BodyTooLarge,
-		"request body is larger than "+strconv.Itoa(MaxBodyBytes)+" bytes")
 	if r.ContentLength > MaxBodyBytes {
-		return nil, tooLarge
+		return nil, errBodyTooLarge()
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, tooLarge
+			return nil, errBodyTooLarge()
 		}
 		return nil, apierror.New(apierror.MalformedJSON, "could not read the request body")
 	}
 	return body, nil
+}
+
+func errBodyTooLarge() *apierror.Error {
+	return apierror.New(apierror.BodyTooLarge, "request body is larger than "+strconv.Itoa(MaxBodyBytes)+" bytes")
 }
 
 // Options configure the API handlers.
