@@ -87,6 +87,7 @@ type options struct {
 	dev       bool
 	noTokens  bool
 	extra     []string
+	env       []string // extra environment variables, set after cleanEnv's
 }
 
 // startService starts the binary on free loopback ports and waits until it
@@ -126,7 +127,7 @@ func launch(t *testing.T, opts options) (*service, error) {
 	}
 	args = append(args, opts.extra...)
 	s.cmd = exec.Command(binary, args...)
-	s.cmd.Env = cleanEnv()
+	s.cmd.Env = append(cleanEnv(), opts.env...)
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

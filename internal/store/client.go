@@ -54,9 +54,12 @@ func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
 		DB:               o.DB,
 		IsClusterMode:    o.Cluster,
 		ClientName:       "plantstore",
-		PoolSize:         o.PoolSize,
-		MaxRetries:       o.MaxRetries,
-		DialTimeout:      o.DialTimeout,
+		// CLIENT SETINFO on every new connection costs a round trip and
+		// fails on Redis before 7.2; CLIENT SETNAME already names us.
+		DisableIdentity: true,
+		PoolSize:        o.PoolSize,
+		MaxRetries:      o.MaxRetries,
+		DialTimeout:     o.DialTimeout,
 		// One dial per attempt: a refused connection should fail the attempt
 		// now, leaving retries to MaxRetries within the request's deadline,
 		// rather than hold every request for the whole store timeout.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/extra/redisotel/v9"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -37,7 +38,16 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 		// A span per Redis command, without the command's arguments: they
 		// hold plant data, and AUTH would hold a password.
 		if err := redisotel.InstrumentTracing(client,
-			redisotel.WithTracerProvider(tracing.Provider), redisotel.WithDBStatement(false)); err != nil {
+			redisotel.WithTracerProvider(tracing.Provider),
+			redisotel.WithDBStatement(false),
+			// No build-machine paths in spans.
+			redisotel.WithCallerEnabled(false),
+			// The readiness probe's PING would start a root trace every few
+			// seconds; AUTH is never traced.
+			redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {
+				return cmd.Name() == "ping" || redisotel.DefaultCommandFilter(cmd)
+			}),
+		); err != nil {
 			return nil, fmt.Errorf("tracing redis: %w", err)
 		}
 	}
