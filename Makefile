@@ -8,11 +8,13 @@ REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X $(PKG)/internal/version.Version=$(VERSION) -X $(PKG)/internal/version.Revision=$(REVISION)
 TOOL      := $(GO) tool -modfile=tools/go.mod
 FUZZTIME  ?= 60s
+BENCHTIME ?= 20000x
+BENCHCOUNT ?= 6
 # Flags for `make run`, e.g. make run RUN_FLAGS='--redis-addr 127.0.0.1:6379'.
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-unit lint fmt fuzz redis-server clean
+.PHONY: help build run test test-go test-monitoring bench lint fmt fuzz redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -23,12 +25,24 @@ build: ## build the release binary into bin/
 run: build ## run the service on the embedded store with a generated token (prints it and a curl line)
 	./$(BIN) --dev $(RUN_FLAGS)
 
-test: redis-server ## the whole suite: unit, real-Redis integration, end-to-end, fuzz seed corpora
+test: test-go test-monitoring ## the whole suite: unit, real-Redis integration, end-to-end, fuzz seeds, dashboards and alerts
+
+test-go: redis-server ## the service's tests (go test -race ./...)
 	$(GO) test -race -count=1 ./...
+
+test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
+	cd tools && $(GO) test -count=1 ./monitoring/
+
+bench: redis-server ## telemetry overhead of the handler chain, as ratios from one run (benchstat)
+	@mkdir -p bin
+	$(GO) test -run '^$$' -bench 'Chain' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./internal/perf/ | tee bin/bench.txt
+	@echo; echo "== telemetry off vs on, per store (benchstat -col /telemetry)"
+	$(TOOL) benchstat -col /telemetry bin/bench.txt
 
 lint: ## go vet, staticcheck, gofmt
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
+	cd tools && $(GO) vet ./monitoring/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 fmt: ## format the code

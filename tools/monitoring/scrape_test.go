@@ -1,0 +1,517 @@
+package monitoring
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// TestMetricsExistInRealScrape builds plantstore from this repository, runs it
+// on a real redis-server, sends it traffic that reaches every outcome the
+// rules and the dashboard look at, scrapes its /metrics and checks that every
+// metric they read is exposed, with the labels they use and the histogram
+// buckets the latency SLO needs.
+func TestMetricsExistInRealScrape(t *testing.T) {
+	t.Parallel()
+	refs, labelRefs := referencedMetrics(t)
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	bin := buildService(t)
+	redis := startRedis(t)
+	token := "monitoring-test-token-Zx7Qp2Lm9Vb4"
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	svc := startService(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+		"--redis-addr", redis.addr, "--auth-tokens-file", tokens, "--log-format", "json")
+	svc.waitReady(t)
+
+	const plant = `{"id": 1, "name": "Monstera", "tag": "tropical"}`
+	for _, c := range []struct {
+		what, method, path, auth, body string
+		want                           int
+	}{
+		{"create", http.MethodPost, "/plants", "Bearer " + token, plant, 200},
+		{"the same create again", http.MethodPost, "/plants", "Bearer " + token, plant, 200},
+		{"a different plant with the same id", http.MethodPost, "/plants", "Bearer " + token, `{"id": 1, "name": "Ficus"}`, 409},
+		{"malformed JSON", http.MethodPost, "/plants", "Bearer " + token, `{"id": `, 400},
+		{"no Authorization header", http.MethodPost, "/plants", "", plant, 401},
+		{"a wrong token", http.MethodPost, "/plants", "Bearer not-the-token", plant, 401},
+		{"a malformed Authorization header", http.MethodPost, "/plants", "Basic Zm9vOmJhcg==", plant, 401},
+		{"an unknown path", http.MethodGet, "/nowhere", "", "", 404},
+		{"a wrong method", http.MethodGet, "/plants", "", "", 405},
+		{"the OpenAPI document", http.MethodGet, "/openapi.yaml", "", "", 200},
+	} {
+		svc.expect(t, c.what, c.method, c.path, c.auth, c.body, c.want)
+	}
+	redis.stop()
+	svc.expect(t, "create with Redis stopped", http.MethodPost, "/plants", "Bearer "+token,
+		`{"id": 2, "name": "Aloe"}`, 503)
+
+	families := svc.scrape(t)
+
+	// Every metric the rules and the dashboard read.
+	var missing []string
+	for _, name := range sortedKeys(refs) {
+		if _, ok := resolve(name, families); !ok {
+			missing = append(missing, fmt.Sprintf("%s (read by %s)", name, strings.Join(refs[name], "; ")))
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d metric(s) the rules or the dashboard read are not in the scrape:\n  %s",
+			len(missing), strings.Join(missing, "\n  "))
+	}
+
+	// Every label they match or group on, on the metric they read.
+	for _, name := range sortedKeys(labelRefs) {
+		f, ok := resolve(name, families)
+		if !ok {
+			continue // reported above
+		}
+		have := familyLabels(f)
+		for _, l := range sortedKeys(labelRefs[name]) {
+			if !have[l] {
+				t.Errorf("metric %s has no label %q (its labels: %s), used by %s",
+					name, l, strings.Join(sortedKeys(have), ", "), strings.Join(labelRefs[name][l], "; "))
+			}
+		}
+	}
+
+	// The label values the SLOs and the cause alerts select on exist, and the
+	// latency SLO's bucket is there.
+	if f := families["plantstore_http_request_duration_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+		t.Errorf("plantstore_http_request_duration_seconds is not a histogram in the scrape: %v", f)
+	} else {
+		for _, want := range []map[string]string{
+			{"method": "POST", "route": "/plants", "code": "200"},
+			{"method": "POST", "route": "/plants", "code": "409"},
+			{"method": "POST", "route": "/plants", "code": "503"},
+			{"route": "unmatched", "code": "404"},
+		} {
+			if len(series(f, want)) == 0 {
+				t.Errorf("plantstore_http_request_duration_seconds has no series %v after the traffic", want)
+			}
+		}
+		for _, m := range f.GetMetric() {
+			bounds := map[float64]bool{}
+			for _, b := range m.GetHistogram().GetBucket() {
+				bounds[b.GetUpperBound()] = true
+			}
+			for _, le := range []float64{0.1, 0.25} {
+				if !bounds[le] {
+					t.Errorf("plantstore_http_request_duration_seconds%s has no le=\"%g\" bucket", labelString(m), le)
+				}
+			}
+		}
+	}
+	if f := families["plantstore_store_operation_duration_seconds"]; f == nil {
+		t.Error("no plantstore_store_operation_duration_seconds in the scrape")
+	} else if len(series(f, map[string]string{"operation": "create", "outcome": "unavailable"})) == 0 {
+		t.Error("plantstore_store_operation_duration_seconds has no operation=\"create\", outcome=\"unavailable\" series after the 503")
+	}
+
+	if t.Failed() {
+		t.Logf("the scrape held these metric families: %s", strings.Join(sortedKeys(families), ", "))
+	}
+}
+
+// referencedMetrics returns every metric the rules and the dashboard read,
+// with where, and the labels each is matched or grouped on. The recording
+// rules' own outputs, up and ALERTS come from Prometheus, not the service.
+func referencedMetrics(t *testing.T) (map[string][]string, map[string]map[string][]string) {
+	rules, ruleExprs := parseRules(t)
+	_, dashExprs := parseDashboard(t, GrafanaValues)
+	_, varExprs := parseVariables(t)
+	dashExprs = append(dashExprs, varExprs...)
+	ignored := map[string]bool{"up": true, "ALERTS": true, "ALERTS_FOR_STATE": true}
+	for _, r := range rules.Recorded {
+		ignored[r] = true
+	}
+	// Labels Prometheus adds or the exposition format carries itself.
+	ignoredLabels := map[string]bool{labels.MetricName: true, "job": true, "instance": true, "le": true, "quantile": true}
+
+	refs := map[string][]string{}
+	labelRefs := map[string]map[string][]string{}
+	for _, e := range append(ruleExprs, dashExprs...) {
+		for _, name := range MetricNames(e.Expr) {
+			if !ignored[name] && !slices.Contains(refs[name], e.Where) {
+				refs[name] = append(refs[name], e.Where)
+			}
+		}
+		for name, ls := range LabelUses(e.Expr) {
+			if ignored[name] {
+				continue
+			}
+			for l := range ls {
+				if ignoredLabels[l] {
+					continue
+				}
+				if labelRefs[name] == nil {
+					labelRefs[name] = map[string][]string{}
+				}
+				if !slices.Contains(labelRefs[name][l], e.Where) {
+					labelRefs[name][l] = append(labelRefs[name][l], e.Where)
+				}
+			}
+		}
+	}
+	if len(refs) == 0 {
+		t.Error("the rules and the dashboard read no metric")
+	}
+	t.Logf("the rules and the dashboard read %d metrics of the service: %s", len(refs), strings.Join(sortedKeys(refs), ", "))
+	return refs, labelRefs
+}
+
+// resolve finds the family a series name belongs to: the family of that
+// name, or for name_bucket the histogram and for name_sum and name_count the
+// histogram or summary called name.
+func resolve(name string, families map[string]*dto.MetricFamily) (*dto.MetricFamily, bool) {
+	if f, ok := families[name]; ok {
+		return f, true
+	}
+	for suffix, types := range map[string][]dto.MetricType{
+		"_bucket": {dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM},
+		"_sum":    {dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM, dto.MetricType_SUMMARY},
+		"_count":  {dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM, dto.MetricType_SUMMARY},
+	} {
+		base, ok := strings.CutSuffix(name, suffix)
+		if !ok {
+			continue
+		}
+		if f, ok := families[base]; ok && slices.Contains(types, f.GetType()) {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+func familyLabels(f *dto.MetricFamily) map[string]bool {
+	have := map[string]bool{}
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = true
+		}
+	}
+	return have
+}
+
+// series returns the metrics of f whose labels include want.
+func series(f *dto.MetricFamily, want map[string]string) []*dto.Metric {
+	var out []*dto.Metric
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			if got[k] != v {
+				match = false
+				break
+			}
+		}
+		if match {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func labelString(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.GetLabel() {
+		parts = append(parts, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// buildService builds cmd/plantstore of this repository.
+func buildService(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil || !strings.Contains(string(gomod), "module github.com/plantstore/plantstore\n") {
+		t.Fatalf("%s is not the plantstore repository (go.mod: %v)", root, err)
+	}
+	bin := filepath.Join(t.TempDir(), "plantstore")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/plantstore")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building plantstore: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// redisServer is a redis-server process owned by the test.
+type redisServer struct {
+	addr string
+	cmd  *exec.Cmd
+	once sync.Once
+}
+
+// redisBinary is $REDIS_SERVER, else redis-server on PATH, else Debian's.
+func redisBinary() (string, error) {
+	if p := os.Getenv("REDIS_SERVER"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("redis-server"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
+		return "/usr/bin/redis-server", nil
+	}
+	return "", fmt.Errorf("redis-server not found: install it (apt-get install redis-server) or set REDIS_SERVER")
+}
+
+// startRedis starts a redis-server on a free loopback port without
+// persistence, and fails the test when it cannot: it never skips.
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	bin, err := redisBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	r := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	r.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
+	if err := r.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	t.Cleanup(r.stop)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := ping(r.addr)
+		if err == nil {
+			return r
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+			t.Fatalf("redis-server on %s did not answer PING within 10s: %v\n%s", r.addr, err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ping sends an inline PING and expects +PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "+PONG" {
+		return fmt.Errorf("PING answered %q", line)
+	}
+	return nil
+}
+
+// stop kills the server and waits for it; it is safe to call twice.
+func (r *redisServer) stop() {
+	r.once.Do(func() {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+	})
+}
+
+// service is a running plantstore process.
+type service struct {
+	api, admin string // base URLs
+	client     *http.Client
+	exited     chan struct{}
+
+	mu   sync.Mutex
+	logs []string
+}
+
+func (s *service) log() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.logs, "\n")
+}
+
+// startService starts the binary and waits for both listeners' addresses in
+// its JSON log lines ("API listening" and "admin listening", field addr).
+func startService(t *testing.T, bin string, args ...string) *service {
+	t.Helper()
+	s := &service{client: &http.Client{Timeout: 10 * time.Second}, exited: make(chan struct{})}
+	cmd := exec.Command(bin, args...)
+	// The developer's PLANTSTORE_* and OTEL_* variables must not change what
+	// is tested.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PLANTSTORE_") && !strings.HasPrefix(kv, "OTEL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting plantstore: %v", err)
+	}
+	addrs := make(chan [2]string, 16)
+	go func() {
+		defer close(s.exited)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.logs = append(s.logs, line)
+			s.mu.Unlock()
+			var entry struct {
+				Msg  string `json:"msg"`
+				Addr string `json:"addr"`
+			}
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Addr != "" {
+				addrs <- [2]string{entry.Msg, entry.Addr}
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-s.exited
+		}
+		if t.Failed() {
+			t.Logf("plantstore's log:\n%s", s.log())
+		}
+	})
+
+	timeout := time.After(15 * time.Second)
+	for s.api == "" || s.admin == "" {
+		select {
+		case a := <-addrs:
+			switch a[0] {
+			case "API listening":
+				s.api = "http://" + a[1]
+			case "admin listening":
+				s.admin = "http://" + a[1]
+			}
+		case <-s.exited:
+			t.Fatalf("plantstore exited before both listeners were bound:\n%s", s.log())
+		case <-timeout:
+			t.Fatalf("plantstore did not log both listeners' addresses within 15s:\n%s", s.log())
+		}
+	}
+	return s
+}
+
+// waitReady waits for /readyz to answer 200.
+func (s *service) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := s.client.Get(s.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("plantstore was not ready within 15s (last: %v):\n%s", err, s.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// expect sends one API request and reports a status other than want; it
+// does not stop the test, so that the scrape still shows what was counted.
+func (s *service) expect(t *testing.T, what, method, path, auth, body string, want int) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.api+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Errorf("%s: %s %s: %v", what, method, path, err)
+		return
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		t.Errorf("%s: %s %s answered %d, want %d: %s", what, method, path, resp.StatusCode, want, got)
+	}
+}
+
+// scrape reads the admin /metrics in the Prometheus text format.
+func (s *service) scrape(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.admin+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatalf("scraping %s/metrics: %v", s.admin, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("scraping %s/metrics: %s\n%s", s.admin, resp.Status, body)
+	}
+	var p expfmt.TextParser
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing the scrape: %v", err)
+	}
+	return families
+}
