@@ -14,7 +14,7 @@ BENCHCOUNT ?= 6
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-go test-monitoring bench lint fmt fuzz redis-server clean
+.PHONY: help build run test test-go test-monitoring bench lint image-lint image fmt fuzz redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -39,11 +39,18 @@ bench: redis-server ## telemetry overhead of the handler chain, as ratios from o
 	@echo; echo "== telemetry off vs on, per store (benchstat -col /telemetry)"
 	$(TOOL) benchstat -col /telemetry bin/bench.txt
 
-lint: ## go vet, staticcheck, gofmt
+lint: image-lint ## go vet, staticcheck, gofmt, and the Dockerfile under BuildKit's rules
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 	cd tools && $(GO) vet ./monitoring/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+image-lint: ## lint the Dockerfile offline with BuildKit's rules; check its structure and .dockerignore
+	tools/image/lint.sh
+
+image: ## build the runtime image without a daemon into bin/plantstore-image.tar and verify it
+	VERSION=$(VERSION) REVISION=$(REVISION) tools/image/build.sh
+	EXPECT_VERSION=$(VERSION) EXPECT_REVISION=$(REVISION) tools/image/verify.sh
 
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Verifies the OCI archive that tools/image/build.sh wrote (or the one given as
+# $1 or $OUT) without a daemon: the archive's structure and every blob's digest,
+# the image config (user, ports, entrypoint, labels), then the unpacked root
+# filesystem: a static /plantstore owned by root, nonroot 65532 in
+# /etc/passwd, CA certificates, no shell; and the binary itself, run from that
+# root filesystem as 65532:65532 with the image's environment: --version
+# reports the stamped version, and the service starts and answers its
+# readiness probe on the admin port.
+#
+# EXPECT_VERSION / EXPECT_REVISION, when set, must match the image's labels
+# and the binary's --version. Needs root (chroot, ownership); installs jq, file
+# and curl from Debian's packages when missing; uses go (build info) and
+# skopeo (a second reader of the archive) when present.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+IMAGE=${1:-${OUT:-$root/bin/plantstore-image.tar}}
+[ -f "$IMAGE" ] || { echo "verify: no image archive at $IMAGE (run tools/image/build.sh)" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || { echo "verify: needs root (chroot into the image's root filesystem, file ownership)" >&2; exit 1; }
+need=()
+for tool in jq file curl; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
+if ((${#need[@]})); then
+  echo "verify: installing ${need[*]} from Debian's packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+t0=$SECONDS
+fails=0
+pass() { printf '  ok    %s\n' "$*"; }
+fail() { printf '  FAIL  %s\n' "$*"; fails=$((fails + 1)); }
+check() { # check DESCRIPTION COMMAND...
+  local what=$1; shift
+  if "$@" >/dev/null 2>&1; then pass "$what"; else fail "$what"; fi
+}
+step() { printf '== [%3ss] %s\n' "$((SECONDS - t0))" "$*"; }
+
+work=$(mktemp -d /tmp/plantstore-verify.XXXXXX)
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+step "archive $IMAGE"
+layout="$work/layout"
+mkdir -p "$layout"
+tar -xf "$IMAGE" -C "$layout"
+blob() { echo "$layout/blobs/${1%%:*}/${1#*:}"; }
+check "oci-layout version 1.0.0" jq -e '.imageLayoutVersion == "1.0.0"' "$layout/oci-layout"
+check "index.json lists one image manifest" jq -e '(.manifests | length) == 1 and .manifests[0].mediaType == "application/vnd.oci.image.manifest.v1+json"' "$layout/index.json"
+manifest_digest=$(jq -r '.manifests[0].digest' "$layout/index.json")
+manifest=$(blob "$manifest_digest")
+config=$(blob "$(jq -r '.config.digest' "$manifest")")
+echo "  manifest $manifest_digest, ref $(jq -r '.manifests[0].annotations["org.opencontainers.image.ref.name"] // "-"' "$layout/index.json")"
+
+# Every descriptor's digest and size match its blob.
+while read -r digest size; do
+  f=$(blob "$digest")
+  if [ -f "$f" ] && [ "sha256:$(sha256sum "$f" | cut -d' ' -f1)" = "$digest" ] && [ "$(stat -c %s "$f")" = "$size" ]; then
+    pass "blob $digest ($size bytes) matches its digest and size"
+  else
+    fail "blob $digest: missing, or its content does not match the digest or size $size"
+  fi
+done < <(jq -r '.manifests[] | "\(.digest) \(.size)"' "$layout/index.json"; jq -r '.config, .layers[] | "\(.digest) \(.size)"' "$manifest")
+
+# Each layer, uncompressed, matches the config's diff_id.
+mapfile -t layers < <(jq -r '.layers[] | "\(.digest) \(.mediaType)"' "$manifest")
+mapfile -t diff_ids < <(jq -r '.rootfs.diff_ids[]' "$config")
+if [ "${#layers[@]}" = "${#diff_ids[@]}" ]; then pass "${#layers[@]} layers, ${#diff_ids[@]} diff_ids"; else fail "${#layers[@]} layers but ${#diff_ids[@]} diff_ids"; fi
+uncompress() { case $2 in *+gzip) gzip -dc "$1" ;; *+zstd) zstd -dc "$1" ;; *.tar) cat "$1" ;; *) return 1 ;; esac; }
+for i in "${!layers[@]}"; do
+  read -r digest mt <<<"${layers[$i]}"
+  got="sha256:$(uncompress "$(blob "$digest")" "$mt" | sha256sum | cut -d' ' -f1)"
+  if [ "$got" = "${diff_ids[$i]:-}" ]; then pass "layer $i uncompressed matches diff_id ${got:0:19}…"; else fail "layer $i: uncompressed $got, diff_id ${diff_ids[$i]:-none}"; fi
+done
+
+step "image config"
+jqc() { jq -e "$1" "$config" >/dev/null 2>&1; }
+want_user=65532:65532
+if jqc ".config.User == \"$want_user\""; then pass "User $want_user"; else fail "User is $(jq -c .config.User "$config"), want $want_user"; fi
+for port in 8080/tcp 9090/tcp; do
+  if jqc ".config.ExposedPorts | has(\"$port\")"; then pass "exposes $port"; else fail "does not expose $port: $(jq -c .config.ExposedPorts "$config")"; fi
+done
+if jqc '.config.Entrypoint == ["/plantstore"]'; then pass 'Entrypoint ["/plantstore"]'; else fail "Entrypoint is $(jq -c .config.Entrypoint "$config")"; fi
+if jqc '(.config.Cmd // []) == []'; then pass "no Cmd"; else fail "Cmd is $(jq -c .config.Cmd "$config")"; fi
+if jqc '.os == "linux"'; then pass "os linux, architecture $(jq -r .architecture "$config")"; else fail "os is $(jq -r .os "$config")"; fi
+for l in title source version revision licenses; do
+  v=$(jq -r ".config.Labels[\"org.opencontainers.image.$l\"] // empty" "$config")
+  if [ -n "$v" ]; then pass "label org.opencontainers.image.$l=$v"; else fail "label org.opencontainers.image.$l missing or empty"; fi
+done
+version=$(jq -r '.config.Labels["org.opencontainers.image.version"] // ""' "$config")
+revision=$(jq -r '.config.Labels["org.opencontainers.image.revision"] // ""' "$config")
+if [ -n "${EXPECT_VERSION:-}" ]; then
+  if [ "$version" = "$EXPECT_VERSION" ]; then pass "version label is EXPECT_VERSION"; else fail "version label $version, EXPECT_VERSION $EXPECT_VERSION"; fi
+fi
+if [ -n "${EXPECT_REVISION:-}" ]; then
+  if [ "$revision" = "$EXPECT_REVISION" ]; then pass "revision label is EXPECT_REVISION"; else fail "revision label $revision, EXPECT_REVISION $EXPECT_REVISION"; fi
+fi
+
+step "root filesystem"
+rootfs="$work/rootfs"
+mkdir -p "$rootfs"
+for i in "${!layers[@]}"; do
+  read -r digest mt <<<"${layers[$i]}"
+  if uncompress "$(blob "$digest")" "$mt" | tar -t | grep -q '\(^\|/\)\.wh\.'; then
+    fail "layer $i has whiteouts, which this plain-tar unpacking does not apply"
+  fi
+  uncompress "$(blob "$digest")" "$mt" | tar -x --numeric-owner --same-owner -p -C "$rootfs"
+done
+bin="$rootfs/plantstore"
+if [ -f "$bin" ] && [ "$(stat -c '%u:%g %a' "$bin")" = "0:0 755" ]; then
+  pass "/plantstore is owned by root, mode 0755 (the runtime user cannot change it)"
+else
+  fail "/plantstore: $(stat -c '%u:%g %a' "$bin" 2>/dev/null || echo missing)"
+fi
+finfo=$(file -b "$bin" 2>/dev/null || true)
+case $finfo in *"statically linked"*) pass "file: ${finfo%%, BuildID*}" ;; *) fail "file: $finfo" ;; esac
+lddout=$(ldd "$bin" 2>&1 || true)
+case $lddout in *"not a dynamic executable"*|*"statically linked"*) pass "ldd: $(echo "$lddout" | tr -s ' \t' ' ' | sed 's/^ //')" ;; *) fail "ldd: $lddout" ;; esac
+if command -v go >/dev/null 2>&1; then
+  bi=$(go version -m "$bin")
+  # (with -trimpath, Go leaves -ldflags out of the build info: --version below shows the stamps)
+  for s in "CGO_ENABLED=0" "-trimpath=true" "GOOS=linux"; do
+    if grep -qF -- "$s" <<<"$bi"; then pass "build info: $s"; else fail "build info lacks $s"; fi
+  done
+  echo "  $(head -1 <<<"$bi")"
+fi
+check "/etc/passwd has nonroot 65532 (home /home/nonroot)" grep -qx 'nonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin' "$rootfs/etc/passwd"
+check "/etc/group has nonroot 65532" grep -qx 'nonroot:x:65532:' "$rootfs/etc/group"
+ncerts=$(grep -c 'BEGIN CERTIFICATE' "$rootfs/etc/ssl/certs/ca-certificates.crt" 2>/dev/null || echo 0)
+if [ "$ncerts" -gt 100 ]; then pass "CA bundle with $ncerts certificates"; else fail "CA bundle has $ncerts certificates"; fi
+check "tzdata: /usr/share/zoneinfo/Europe/Berlin" test -f "$rootfs/usr/share/zoneinfo/Europe/Berlin"
+if [ "$(stat -c '%u:%g %a' "$rootfs/home/nonroot" 2>/dev/null)" = "65532:65532 700" ]; then pass "/home/nonroot is 65532:65532 0700"; else fail "/home/nonroot: $(stat -c '%u:%g %a' "$rootfs/home/nonroot" 2>/dev/null || echo missing)"; fi
+if [ "$(stat -c '%a' "$rootfs/tmp" 2>/dev/null)" = "1777" ]; then pass "/tmp is 1777"; else fail "/tmp: $(stat -c '%a' "$rootfs/tmp" 2>/dev/null || echo missing)"; fi
+shells=
+for sh in bin/sh bin/bash bin/dash bin/busybox usr/bin/sh usr/bin/bash; do
+  if [ -e "$rootfs/$sh" ] || [ -L "$rootfs/$sh" ]; then shells="$shells /$sh"; fi
+done
+if [ -z "$shells" ]; then pass "no shell in the image"; else fail "shell(s) in the image: $shells"; fi
+echo "  $(find "$rootfs" -type f | wc -l) files, $(du -sh "$rootfs" | cut -f1) unpacked"
+
+step "binary, run from the image's root filesystem as the image's user"
+mapfile -t env < <(jq -r '.config.Env[]?' "$config")
+user=$(jq -r .config.User "$config")
+run_in_image() { env -i "${env[@]}" HOME=/home/nonroot chroot --userspec="$user" "$rootfs" "$@"; }
+vout=$(run_in_image /plantstore --version 2>&1) || true
+echo "  /plantstore --version: $vout"
+if [[ $vout == "plantstore $version (revision $revision, go"* ]]; then
+  pass "--version reports the labels' version and revision"
+else
+  fail "--version does not report version $version and revision $revision"
+fi
+if [ -n "${EXPECT_VERSION:-}" ] && [[ $vout != "plantstore $EXPECT_VERSION "* ]]; then fail "--version is not EXPECT_VERSION $EXPECT_VERSION"; fi
+
+step "the service, started from the image's root filesystem as the image's user"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
+http_port=$(free_port); admin_port=$(free_port)
+# Started directly (not through a function) so that $! is the server: env
+# and chroot exec it, and the signal below reaches it.
+env -i "${env[@]}" HOME=/home/nonroot chroot --userspec="$user" "$rootfs" \
+  /plantstore --dev --http-addr "127.0.0.1:$http_port" --admin-addr "127.0.0.1:$admin_port" >"$work/serve.log" 2>&1 &
+server_pid=$!
+ready=
+for _ in $(seq 1 300); do
+  if curl -fsS -o /dev/null "http://127.0.0.1:$admin_port/readyz" 2>/dev/null; then ready=1; break; fi
+  kill -0 "$server_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -n "$ready" ]; then
+  pass "serves: GET /readyz on the admin port is 200 (embedded store, --dev, loopback ports $http_port/$admin_port)"
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin_port/livez" || true)
+  if [ "$code" = 200 ]; then pass "GET /livez is 200"; else fail "GET /livez is $code"; fi
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -d '{}' "http://127.0.0.1:$http_port/plants" || true)
+  if [ "$code" = 401 ]; then pass "the API port answers POST /plants without a token with 401"; else fail "POST /plants without a token gave $code, want 401"; fi
+else
+  fail "the server did not become ready; its output:"; sed 's/^/    /' "$work/serve.log" | tail -20
+fi
+kill -TERM "$server_pid" 2>/dev/null || true
+status=0
+wait "$server_pid" || status=$?
+server_pid=
+if [ "$status" = 0 ]; then pass "exits 0 on SIGTERM"; else fail "exit status $status on SIGTERM"; fi
+
+if command -v skopeo >/dev/null 2>&1; then
+  step "cross-check with skopeo"
+  sd=$(skopeo inspect "oci-archive:$IMAGE" 2>/dev/null | jq -r .Digest || true)
+  if [ "$sd" = "$manifest_digest" ]; then pass "skopeo reads the archive: digest $sd"; else fail "skopeo reads digest '$sd'"; fi
+fi
+
+step "done"
+echo
+if [ "$fails" -gt 0 ]; then
+  echo "verify: $fails check(s) failed for $IMAGE ($manifest_digest)" >&2
+  exit 1
+fi
+echo "verify: all checks passed for $IMAGE ($manifest_digest)"
