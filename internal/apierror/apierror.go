@@ -66,6 +66,14 @@ func Write(w http.ResponseWriter, e *Error) {
 	WriteJSON(w, e.Code.Status(), body{Error: int32(e.Code), Message: msg})
 }
 
+// Header values shared by every response. They are never modified: net/http
+// only reads header values.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNosniff = []string{"nosniff"}
+	headerNoStore = []string{"no-store"}
+)
+
 // WriteJSON sends v as a JSON response. HTML characters are not escaped: the
 // body is JSON for API clients, and names such as "Rose & Ivy" come back as
 // sent.
@@ -80,10 +88,12 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 		buf.WriteString(`{"error":50001,"message":"internal error"}` + "\n")
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	// Canonical keys set directly: http.Header.Set would canonicalise each
+	// and allocate a new slice for values that never change.
+	h["Content-Type"] = headerJSON
+	h["X-Content-Type-Options"] = headerNosniff
+	h["Cache-Control"] = headerNoStore
+	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }

@@ -309,6 +309,12 @@ func decodeString(field string, raw json.RawMessage, required bool) (*string, er
 	if kind := rawKind(raw); kind != "a string" {
 		return nil, apierror.New(apierror.WrongType, field+" must be a string, got "+kind)
 	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		// No escapes: the literal's bytes are the string (valid UTF-8 and
+		// free of raw control characters, or the body would have been refused).
+		s := string(raw[1 : len(raw)-1])
+		return &s, nil
+	}
 	if hasLoneSurrogate(raw) {
 		// encoding/json would silently turn it into U+FFFD; refuse instead.
 		return nil, apierror.New(apierror.BadCharacters,

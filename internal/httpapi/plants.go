@@ -95,6 +95,9 @@ func checkContentType(value string) *apierror.Error {
 	if value == "" {
 		return apierror.New(apierror.UnsupportedMedia, "Content-Type is missing: send application/json")
 	}
+	if strings.EqualFold(value, "application/json") || strings.EqualFold(value, "application/json; charset=utf-8") {
+		return nil // the usual forms, without parsing
+	}
 	mt, params, err := mime.ParseMediaType(value)
 	if err != nil || mt != "application/json" {
 		return apierror.New(apierror.UnsupportedMedia, "Content-Type must be application/json")
