@@ -10,11 +10,12 @@ TOOL      := $(GO) tool -modfile=tools/go.mod
 FUZZTIME  ?= 60s
 BENCHTIME ?= 20000x
 BENCHCOUNT ?= 6
+BENCH_FLAGS ?=
 # Flags for `make run`, e.g. make run RUN_FLAGS='--redis-addr 127.0.0.1:6379'.
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-go test-monitoring bench lint image-lint image fmt fuzz redis-server clean
+.PHONY: help build run test test-go test-monitoring bench bench-chain bench-load bench-short lint image-lint image k8s-validate fmt fuzz redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -32,17 +33,27 @@ test-go: redis-server ## the service's tests (go test -race ./...)
 
 test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
 	cd tools && $(GO) test -count=1 ./monitoring/
+	cd tools/bench && $(GO) test -count=1 ./...
 
-bench: redis-server ## telemetry overhead of the handler chain, as ratios from one run (benchstat)
+bench: bench-chain bench-load ## both benchmarks below
+
+bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on, ratios from one run (benchstat)
 	@mkdir -p bin
-	$(GO) test -run '^$$' -bench 'Chain' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./internal/perf/ | tee bin/bench.txt
+	$(GO) test -run '^$$' -bench 'Chain' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) ./internal/perf/ | tee bin/bench-chain.txt
 	@echo; echo "== telemetry off vs on, per store (benchstat -col /telemetry)"
-	$(TOOL) benchstat -col /telemetry bin/bench.txt
+	$(TOOL) benchstat -col /telemetry bin/bench-chain.txt
+
+bench-load: redis-server ## load harness: service vs floor on loopback; writes docs/performance.md and docs/performance.png (under 3 minutes)
+	cd tools/bench && $(GO) run ./cmd/bench $(BENCH_FLAGS)
+
+bench-short: redis-server ## CI: the load harness, 1 round of 1s phases; fails if a phase has no figure or a request failed
+	cd tools/bench && $(GO) run ./cmd/bench -short $(BENCH_FLAGS)
 
 lint: image-lint ## go vet, staticcheck, gofmt, and the Dockerfile under BuildKit's rules
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 	cd tools && $(GO) vet ./monitoring/
+	cd tools/bench && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 image-lint: ## lint the Dockerfile offline with BuildKit's rules; check its structure and .dockerignore
@@ -51,6 +62,9 @@ image-lint: ## lint the Dockerfile offline with BuildKit's rules; check its stru
 image: ## build the runtime image without a daemon into bin/plantstore-image.tar and verify it
 	VERSION=$(VERSION) REVISION=$(REVISION) tools/image/build.sh
 	EXPECT_VERSION=$(VERSION) EXPECT_REVISION=$(REVISION) tools/image/verify.sh
+
+k8s-validate: ## chart and manifests: helm lint, strict schemas (k8s 1.31, offline), a real kube-apiserver, restricted PSS
+	tools/k8s/validate.sh
 
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')

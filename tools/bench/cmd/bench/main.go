@@ -1,0 +1,396 @@
+// Command bench is plantstore's performance harness (`make bench`). It builds
+// the service's release binary and the floor (cmd/floor), starts redis-server,
+// OTLP sinks and the servers on loopback, measures them alternately, round
+// after round, and writes docs/performance.md and its chart. See
+// docs/performance.md for what it measures and how.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
+	"github.com/plantstore/plantstore/tools/bench/internal/report"
+)
+
+const rootModule = "github.com/plantstore/plantstore"
+
+type options struct {
+	rounds       int
+	duration     time.Duration
+	rateDuration time.Duration
+	warmup       time.Duration
+	settle       time.Duration
+	conns        int
+	short        bool
+	out, png     string
+	repo         string
+	benchtime    string
+	timeout      time.Duration
+	keep         bool
+	checkTargets bool
+}
+
+type harness struct {
+	opts  options
+	start time.Time
+	work  string // temporary directory: binaries, logs, Redis data
+	bench string // tools/bench
+	hz    float64
+	token string
+	ids   atomic.Int64
+	run   *report.Run
+
+	mu    sync.Mutex
+	procs []*proc
+	sinks []*sink
+}
+
+func main() { os.Exit(realMain()) }
+
+func realMain() int {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds: each measures floor, service and service-all-sampled in turn")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "closed-loop (peak) measurement per round and variant, after the warm-up")
+	fs.DurationVar(&o.rateDuration, "rate-duration", 3*time.Second, "open-loop measurement per rate, round and variant")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "closed-loop warm-up, discarded")
+	fs.DurationVar(&o.settle, "settle", time.Second, "wait after start-up before reading the idle RSS")
+	fs.IntVar(&o.conns, "conns", 50, "closed-loop connections")
+	fs.BoolVar(&o.short, "short", false, "CI variant: 1 round of 1s phases, written to a temporary file unless -out is given; fails when a phase has no figure or a request failed")
+	fs.StringVar(&o.out, "out", "", "markdown report (default: <repo>/docs/performance.md; with -short a temporary file)")
+	fs.StringVar(&o.png, "png", "", "chart (default: the -out path with .png)")
+	fs.StringVar(&o.repo, "repo", "", "plantstore's repository root (default: found from the working directory)")
+	fs.StringVar(&o.benchtime, "benchtime", "20000x", "-benchtime of the allocations benchmark (2000x with -short)")
+	fs.DurationVar(&o.timeout, "timeout", 8*time.Minute, "give up (and tear everything down) after this long")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, logs, Redis data); it is always kept after a failure")
+	fs.BoolVar(&o.checkTargets, "check-targets", false, "exit 1 when a target of issue 5 fails")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "bench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.short {
+		for name, apply := range map[string]func(){
+			"rounds":        func() { o.rounds = 1 },
+			"duration":      func() { o.duration = time.Second },
+			"rate-duration": func() { o.rateDuration = time.Second },
+			"warmup":        func() { o.warmup = 500 * time.Millisecond },
+			"benchtime":     func() { o.benchtime = "2000x" },
+		} {
+			if !set[name] {
+				apply()
+			}
+		}
+	}
+	if o.rounds < 1 || o.duration <= 0 || o.rateDuration <= 0 || o.warmup < 0 || o.conns < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds, -duration, -rate-duration and -conns must be positive")
+		return 2
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	h := &harness{opts: o, start: time.Now(), hz: procfs.ClockTicks()}
+	code := h.main(ctx)
+	h.teardown(code != 0)
+	return code
+}
+
+func (h *harness) logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(h.start).Seconds(), fmt.Sprintf(format, a...))
+}
+
+func (h *harness) main(ctx context.Context) int {
+	root, err := findRepo(h.opts.repo)
+	if err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	h.bench = filepath.Join(root, "tools", "bench")
+	if h.work, err = os.MkdirTemp("", "plantstore-bench-"); err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	h.run = &report.Run{
+		Date:         time.Now(),
+		Command:      command(),
+		Machine:      machine(),
+		Short:        h.opts.short,
+		Fractions:    []float64{0.25, 0.5, 0.75},
+		Conns:        h.opts.conns,
+		Warmup:       h.opts.warmup,
+		Duration:     h.opts.duration,
+		RateDuration: h.opts.rateDuration,
+		OTLPExports:  map[string]int64{},
+		OTLPBytes:    map[string]int64{},
+		AccessLines:  map[string]int64{},
+	}
+	h.logf("plantstore bench: repo %s, work dir %s, %d round(s), load average %s", root, h.work, h.opts.rounds, h.run.Machine.LoadBefore)
+
+	if err := h.measure(ctx, root); err != nil {
+		// Interrupted, out of time, or a server or phase that could not run:
+		// no report from a partial run.
+		h.logf("error: %v", err)
+		return 1
+	}
+	h.run.Machine.LoadAfter = procfs.LoadAverage()
+	h.run.Elapsed = time.Since(h.start)
+	h.run.Failures = append(h.run.Failures, h.run.Incomplete()...)
+	for _, v := range []string{report.Service, report.AllSampled} {
+		if len(h.run.Rounds) > 0 && h.run.OTLPExports[v] == 0 {
+			h.run.Failures = append(h.run.Failures, v+": the OTLP sink received no export: tracing was not on")
+		}
+		if len(h.run.Rounds) > 0 && h.run.AccessLines[v] == 0 {
+			h.run.Warnings = append(h.run.Warnings, v+": no access log line found (logger \"access\") in its log")
+		}
+	}
+
+	out, png, err := h.outputs(root)
+	if err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	if len(h.run.Failures) > 0 && h.opts.out == "" && !h.opts.short {
+		// A failed run does not overwrite the committed report.
+		out, png = filepath.Join(h.work, "performance.md"), filepath.Join(h.work, "performance.png")
+		h.logf("the run failed: writing its report to %s, not to docs/", out)
+	}
+	if err := h.write(out, png); err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	h.logf("wrote %s and %s in %s", out, png, h.run.Elapsed.Round(time.Second))
+	code := 0
+	for _, f := range h.run.Failures {
+		h.logf("FAILURE: %s", f)
+		code = 1
+	}
+	for _, w := range h.run.Warnings {
+		h.logf("warning: %s", w)
+	}
+	for _, t := range h.run.Targets() {
+		verdict := "PASS"
+		if !t.Pass() {
+			verdict = "FAIL"
+			if h.opts.checkTargets {
+				code = 1
+			}
+		}
+		h.logf("target %-42s %s (median %.3g %s)", t.Name, verdict, t.Measured.Median, t.Unit)
+	}
+	return code
+}
+
+// outputs resolves the report's paths: docs/ by default, a temporary
+// directory for -short without -out.
+func (h *harness) outputs(root string) (out, png string, err error) {
+	out = h.opts.out
+	switch {
+	case out != "":
+	case h.opts.short:
+		dir, err := os.MkdirTemp("", "plantstore-bench-report-")
+		if err != nil {
+			return "", "", err
+		}
+		out = filepath.Join(dir, "performance.md")
+	default:
+		out = filepath.Join(root, "docs", "performance.md")
+	}
+	if out, err = filepath.Abs(out); err != nil {
+		return "", "", err
+	}
+	png = h.opts.png
+	if png == "" {
+		png = strings.TrimSuffix(out, filepath.Ext(out)) + ".png"
+	}
+	if png, err = filepath.Abs(png); err != nil {
+		return "", "", err
+	}
+	return out, png, nil
+}
+
+func (h *harness) write(out, png string) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(png), 0o755); err != nil {
+		return err
+	}
+	if err := report.Chart(h.run, png); err != nil {
+		h.run.Failures = append(h.run.Failures, err.Error())
+	} else if rel, err := filepath.Rel(filepath.Dir(out), png); err == nil {
+		h.run.PNG = filepath.ToSlash(rel)
+	} else {
+		h.run.PNG = png
+	}
+	previous, err := os.ReadFile(out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	tmp := out + ".tmp"
+	if err := os.WriteFile(tmp, report.Markdown(h.run, previous), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, out)
+}
+
+// teardown stops every process the harness started, newest first, and the
+// sinks, and removes the work directory unless it should be kept.
+func (h *harness) teardown(failed bool) {
+	h.mu.Lock()
+	procs, sinks := slices.Clone(h.procs), slices.Clone(h.sinks)
+	h.mu.Unlock()
+	for _, p := range slices.Backward(procs) {
+		p.stop(5 * time.Second)
+	}
+	for _, s := range sinks {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.srv.Shutdown(ctx)
+		cancel()
+	}
+	if h.work == "" {
+		return
+	}
+	if failed || h.opts.keep {
+		h.logf("work directory kept: %s (logs of every process)", h.work)
+		return
+	}
+	_ = os.RemoveAll(h.work)
+}
+
+// build compiles the service as the release does, the floor, and the
+// allocation benchmark's test binary, concurrently.
+func (h *harness) build(ctx context.Context, root string) (service, floor, perfTest string, perfErr, err error) {
+	service = filepath.Join(h.work, "plantstore")
+	floor = filepath.Join(h.work, "floor")
+	perfTest = filepath.Join(h.work, "perf.test")
+	goCmd := func(dir string, args ...string) error {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = dir
+		if args[0] == "build" { // release builds are static
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, bytes.TrimSpace(out))
+		}
+		return nil
+	}
+	var wg sync.WaitGroup
+	var errService, errFloor error
+	wg.Go(func() {
+		errService = goCmd(root, "build", "-trimpath", "-ldflags", "-s -w", "-o", service, "./cmd/plantstore")
+	})
+	wg.Go(func() {
+		errFloor = goCmd(h.bench, "build", "-trimpath", "-ldflags", "-s -w", "-o", floor, "./cmd/floor")
+	})
+	wg.Go(func() { perfErr = goCmd(root, "test", "-c", "-o", perfTest, "./internal/perf/") })
+	wg.Wait()
+	return service, floor, perfTest, perfErr, errors.Join(errService, errFloor)
+}
+
+// findRepo returns the directory of the go.mod of plantstore's root module:
+// dir if given, else the nearest one above the working directory.
+func findRepo(dir string) (string, error) {
+	if dir == "" {
+		var err error
+		if dir, err = os.Getwd(); err != nil {
+			return "", err
+		}
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modulePath(b) == rootModule {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod of %s at or above %s (use -repo)", rootModule, dir)
+		}
+	}
+}
+
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
+}
+
+// command is the command line that reproduces this run.
+func command() string {
+	args := []string{"cd tools/bench && go run ./cmd/bench"}
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " '\"$\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		args = append(args, a)
+	}
+	return strings.Join(args, " ")
+}
+
+func machine() report.Machine {
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	kernel := "unknown"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	return report.Machine{
+		NProc:      runtime.NumCPU(),
+		CPU:        procfs.CPUModel(cpuinfo),
+		Kernel:     kernel,
+		GoVersion:  runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
+		LoadBefore: procfs.LoadAverage(),
+	}
+}
+
+// newToken returns a random API token and the tokens-file line for it.
+func newToken() (token, line string) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	token = base64.RawURLEncoding.EncodeToString(b)
+	sum := sha256.Sum256([]byte(token))
+	return token, "sha256:" + hex.EncodeToString(sum[:]) + "\n"
+}
+
+// cleanEnv is the harness's environment less anything that configures the
+// service or tracing, so that only what the harness sets applies.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "PLANTSTORE_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestListening(t *testing.T) {
+	log := `{"level":"info","msg":"using redis","addrs":["127.0.0.1:1"]}
+not json, listening
+{"level":"info","logger":"server","msg":"admin listening","addr":"127.0.0.1:43301"}
+{"level":"info","logger":"server","msg":"API listening","addr":"127.0.0.1:34567"}
+`
+	api, admin := listening([]byte(log))
+	if api != "127.0.0.1:34567" || admin != "127.0.0.1:43301" {
+		t.Errorf("listening = %q, %q", api, admin)
+	}
+	if api, admin := listening([]byte(`{"msg":"API listening","addr":"127.0.0.1:1"}`)); api == "" || admin != "" {
+		t.Errorf("half a start-up = %q, %q", api, admin)
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	if err := loopbackOnly("127.0.0.1:80", "[::1]:9090"); err != nil {
+		t.Error(err)
+	}
+	for _, a := range []string{"[::]:8080", "0.0.0.0:80", "10.1.2.3:80", "nohost"} {
+		if loopbackOnly(a) == nil {
+			t.Errorf("loopbackOnly(%q) accepted it", a)
+		}
+	}
+}
+
+func TestFindRepo(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "tools", "bench", "cmd")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(path, text string) {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "go.mod"), "module github.com/plantstore/plantstore\n\ngo 1.26.0\n")
+	write(filepath.Join(root, "tools", "go.mod"), "module github.com/plantstore/plantstore/tools\n")
+	write(filepath.Join(root, "tools", "bench", "go.mod"), "module \"github.com/plantstore/plantstore/tools/bench\"\n")
+	got, err := findRepo(sub)
+	if err != nil || got != root {
+		t.Errorf("findRepo = %q, %v; want %q", got, err, root)
+	}
+	if _, err := findRepo(t.TempDir()); err == nil {
+		t.Error("findRepo outside a repository: no error")
+	}
+}
+
+func TestNewToken(t *testing.T) {
+	tok, line := newToken()
+	tok2, _ := newToken()
+	if len(tok) < 40 || tok == tok2 || len(line) != len("sha256:")+64+1 || line[:7] != "sha256:" {
+		t.Errorf("newToken = %q, %q", tok, line)
+	}
+}

@@ -1,0 +1,289 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/load"
+	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
+	"github.com/plantstore/plantstore/tools/bench/internal/report"
+	"github.com/plantstore/plantstore/tools/bench/internal/stats"
+)
+
+// maxInFlight bounds the open loop's outstanding requests (and connections).
+const maxInFlight = 1000
+
+// variant is how to start one of the servers under test.
+type variant struct {
+	name string
+	bin  string
+	args []string
+	env  []string
+	sink *sink
+}
+
+// running is a variant's process in the current round.
+type running struct {
+	v      variant
+	p      *proc
+	target *load.Target
+	m      *report.Measure
+}
+
+func (h *harness) measure(ctx context.Context, root string) error {
+	h.logf("building the service (release flags), the floor and the allocation benchmark")
+	service, floor, perfTest, perfErr, err := h.build(ctx, root)
+	if err != nil {
+		return err
+	}
+	if perfErr != nil {
+		h.run.AllocsError = "building the benchmark: " + perfErr.Error()
+	}
+	redisAddr, rdb, err := h.startRedis(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	h.logf("%s on %s (AOF on, appendfsync everysec)", h.run.Machine.Redis, redisAddr)
+
+	token, line := newToken()
+	h.token = token
+	tokens := filepath.Join(h.work, "tokens")
+	if err := os.WriteFile(tokens, []byte("# plantstore bench\n"+line), 0o600); err != nil {
+		return err
+	}
+	serviceArgs := []string{"--redis-addr", redisAddr, "--auth-tokens-file", tokens, "--log-format", "json",
+		"--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
+	variants := []variant{{
+		name: report.Floor, bin: floor, env: cleanEnv(),
+		args: []string{"--addr", "127.0.0.1:0", "--redis-addr", redisAddr},
+	}}
+	for _, v := range []struct{ name, sampler, arg string }{
+		{report.Service, "parentbased_traceidratio", "0.1"}, // the chart's default
+		{report.AllSampled, "always_on", ""},
+	} {
+		s, err := h.startSink()
+		if err != nil {
+			return err
+		}
+		env := cleanEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+s.url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+			"OTEL_TRACES_SAMPLER="+v.sampler)
+		if v.arg != "" {
+			env = append(env, "OTEL_TRACES_SAMPLER_ARG="+v.arg)
+		}
+		variants = append(variants, variant{name: v.name, bin: service, args: serviceArgs, env: env, sink: s})
+	}
+
+	h.ids.Store(0)
+	for i := range h.opts.rounds {
+		if err := resetRedis(ctx, rdb); err != nil {
+			return fmt.Errorf("emptying Redis before round %d: %w", i+1, err)
+		}
+		rd, err := h.round(ctx, i, variants)
+		if err != nil {
+			return fmt.Errorf("round %d: %w", i+1, err)
+		}
+		h.run.Rounds = append(h.run.Rounds, rd)
+	}
+	for _, v := range variants {
+		if v.sink != nil {
+			h.run.OTLPExports[v.name] = v.sink.exports.Load()
+			h.run.OTLPBytes[v.name] = v.sink.bytes.Load()
+		}
+	}
+	if perfErr == nil {
+		h.allocs(ctx, root, perfTest)
+	}
+	return ctx.Err()
+}
+
+func (h *harness) round(ctx context.Context, i int, variants []variant) (report.Round, error) {
+	rd := report.Round{Measures: map[string]*report.Measure{}}
+	var rs []*running
+	defer func() {
+		for _, r := range rs {
+			r.p.stop(5 * time.Second)
+		}
+	}()
+	tag := fmt.Sprintf("round %d/%d", i+1, h.opts.rounds)
+
+	// Start-up, one after the other: time to ready, then the idle RSS.
+	for _, v := range variants {
+		p, err := h.spawn(v.name, v.bin, v.args, v.env, filepath.Join(h.work, fmt.Sprintf("%s-round%d.log", v.name, i+1)))
+		if err != nil {
+			return rd, err
+		}
+		api, _, ready, err := awaitReady(ctx, p)
+		if err != nil {
+			rs = append(rs, &running{p: p})
+			return rd, err
+		}
+		target, err := load.NewTarget(api, h.token, &h.ids)
+		if err != nil {
+			return rd, err
+		}
+		m := &report.Measure{ReadyMs: stats.Millis(ready), Statuses: map[int]int64{}}
+		rd.Measures[v.name] = m
+		rs = append(rs, &running{v: v, p: p, target: target, m: m})
+		h.logf("%s %-20s ready in %.1f ms (pid %d, %s)", tag, v.name, m.ReadyMs, p.pid(), api)
+	}
+	if !sleep(ctx, h.opts.settle) {
+		return rd, ctx.Err()
+	}
+	for _, r := range rs {
+		mem, err := procfs.ReadMemory(r.p.pid())
+		if err != nil {
+			return rd, fmt.Errorf("%s: %w", r.v.name, err)
+		}
+		r.m.IdleRSS = mib(mem.RSS)
+	}
+
+	// Peak: closed loop.
+	for _, r := range rs {
+		var c0, c1, g0, g1 procfs.CPUTicks
+		var e0, e1 error
+		pid := r.p.pid()
+		res, err := r.target.Closed(ctx, h.opts.conns, h.opts.warmup, h.opts.duration,
+			func() { c0, e0 = procfs.ReadCPU(pid); g0, _ = procfs.ReadCPU(os.Getpid()) },
+			func() { c1, e1 = procfs.ReadCPU(pid); g1, _ = procfs.ReadCPU(os.Getpid()) })
+		if err != nil {
+			return rd, fmt.Errorf("%s closed loop: %w", r.v.name, err)
+		}
+		if e0 != nil || e1 != nil {
+			return rd, fmt.Errorf("%s: reading CPU time: %v %v", r.v.name, e0, e1)
+		}
+		r.m.Peak = res.Throughput()
+		r.m.PeakRequests = res.Requests
+		r.m.CPUSeconds = float64(c1.Total()-c0.Total()) / h.hz
+		r.m.CPUPer1k = stats.PerThousand(r.m.CPUSeconds, res.Requests)
+		l := stats.Summarise(res.Latencies)
+		r.m.ClosedP50, r.m.ClosedP99 = stats.Millis(l.P50), stats.Millis(l.P99)
+		tally(r.m, res)
+		r.m.GeneratorCPUPer1k = stats.PerThousand(float64(g1.Total()-g0.Total())/h.hz, res.Requests)
+		h.logf("%s %-20s peak %8.0f req/s, CPU %.4f s/1k req (generator %.4f), closed-loop p50 %.2f ms p99 %.2f ms, failed %d",
+			tag, r.v.name, r.m.Peak, r.m.CPUPer1k, r.m.GeneratorCPUPer1k, r.m.ClosedP50, r.m.ClosedP99, res.Failed())
+	}
+
+	// Latency: open loop at fractions of this round's service peak, the same
+	// absolute rates for every variant.
+	peak := rd.Measures[report.Service].Peak
+	if !(peak > 0) || math.IsInf(peak, 0) {
+		return rd, fmt.Errorf("the service's peak is %v: no rate to run the open loop at", peak)
+	}
+	for _, f := range h.run.Fractions {
+		rd.Rates = append(rd.Rates, peak*f)
+	}
+	for j, rate := range rd.Rates {
+		for _, r := range rs {
+			s0, _ := procfs.ReadCPU(r.p.pid())
+			g0, _ := procfs.ReadCPU(os.Getpid())
+			res, err := r.target.Open(ctx, rate, h.opts.rateDuration, maxInFlight)
+			if err != nil {
+				return rd, fmt.Errorf("%s: %w", r.v.name, err)
+			}
+			s1, _ := procfs.ReadCPU(r.p.pid())
+			g1, _ := procfs.ReadCPU(os.Getpid())
+			l := stats.Summarise(res.Latencies)
+			lag := stats.Summarise(res.Lag)
+			lat := report.Latency{
+				Rate: rate, Achieved: res.Throughput(), Scheduled: res.Scheduled, Answered: res.Requests,
+				P50: stats.Millis(l.P50), P99: stats.Millis(l.P99), P999: stats.Millis(l.P999), LagP99: stats.Millis(lag.P99),
+				CPUPer1k:          stats.PerThousand(float64(s1.Total()-s0.Total())/h.hz, res.Requests),
+				GeneratorCPUPer1k: stats.PerThousand(float64(g1.Total()-g0.Total())/h.hz, res.Requests),
+			}
+			r.m.Open = append(r.m.Open, lat)
+			tally(r.m, res)
+			h.logf("%s %-20s %3.0f%% of peak, %6.0f req/s: p50 %6.2f ms p99 %6.2f ms p99.9 %6.2f ms; CPU %.4f s/1k (generator %.4f, its lag p99 %.2f ms); failed %d",
+				tag, r.v.name, h.run.Fractions[j]*100, rate, lat.P50, lat.P99, lat.P999, lat.CPUPer1k, lat.GeneratorCPUPer1k, lat.LagP99, res.Failed())
+		}
+	}
+
+	// Peak RSS: the high-water mark since exec, after the round's load.
+	for _, r := range rs {
+		mem, err := procfs.ReadMemory(r.p.pid())
+		if err != nil {
+			return rd, fmt.Errorf("%s: %w", r.v.name, err)
+		}
+		r.m.PeakRSS = mib(mem.HWM)
+		h.logf("%s %-20s RSS idle %.1f MiB, peak %.1f MiB", tag, r.v.name, r.m.IdleRSS, r.m.PeakRSS)
+	}
+	for _, r := range rs {
+		r.p.stop(5 * time.Second)
+		if r.v.sink != nil {
+			h.run.AccessLines[r.v.name] += countAccessLines(r.p.logPath)
+		}
+	}
+	return rd, nil
+}
+
+func tally(m *report.Measure, res load.Result) {
+	for code, n := range res.Statuses {
+		m.Statuses[code] += n
+	}
+	m.Non200 += res.Non200
+	m.Errors += res.Errors
+	if m.FirstError == "" {
+		m.FirstError = res.FirstError
+	}
+}
+
+// allocs runs the handler-chain benchmark (built by build) on Redis, as
+// `go test -run '^$' -bench 'Chain/store=redis' -benchmem -benchtime N -count 1 ./internal/perf/` would.
+func (h *harness) allocs(ctx context.Context, root, perfTest string) {
+	h.run.AllocsCommand = fmt.Sprintf("go test -run '^$' -bench 'Chain/store=redis' -benchmem -benchtime %s -count 1 ./internal/perf/", h.opts.benchtime)
+	h.logf("allocations: %s", h.run.AllocsCommand)
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, perfTest, "-test.run", "^$", "-test.bench", "Chain/store=redis", "-test.benchmem",
+		"-test.benchtime", h.opts.benchtime, "-test.count", "1")
+	cmd.Dir = filepath.Join(root, "internal", "perf") // where go test runs it
+	cmd.Env = cleanEnv()
+	cmd.SysProcAttr = procAttr()
+	// On time-out or interrupt, the whole group: the benchmark starts its own redis-server.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	_ = os.WriteFile(filepath.Join(h.work, "allocs.txt"), out, 0o644)
+	if err != nil {
+		h.run.AllocsError = fmt.Sprintf("%v: %s", err, lastLines(out, 6))
+		return
+	}
+	for _, b := range report.ParseGoBench(string(out)) {
+		if strings.HasPrefix(b.Name, "Chain/store=redis/") {
+			h.run.Allocs = append(h.run.Allocs, b)
+			h.logf("allocations: %-40s %8.0f ns/op %6.0f B/op %4.0f allocs/op", b.Name, b.NsPerOp, b.BytesPerOp, b.AllocsPerOp)
+		}
+	}
+	if len(h.run.Allocs) == 0 {
+		h.run.AllocsError = "no Chain/store=redis result in its output: " + lastLines(out, 6)
+	}
+}
+
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(string(bytes.TrimSpace(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

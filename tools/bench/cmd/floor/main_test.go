@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startRedis starts a throw-away redis-server on a free loopback port.
+func startRedis(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("REDIS_SERVER")
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath("redis-server"); err != nil {
+			bin = "/usr/bin/redis-server"
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting redis-server (set REDIS_SERVER): %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not answer")
+		}
+	}
+	return addr
+}
+
+// The floor keeps the contract's observable behaviour for valid requests:
+// 200 and the Plant, 200 again for the same body, 409 for a different one,
+// stored under the service's key.
+func TestFloor(t *testing.T) {
+	addr := startRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	f := &floor{rdb: rdb, prefix: "plantstore:"}
+	post := func(body string) (int, string) {
+		w := httptest.NewRecorder()
+		f.create(w, httptest.NewRequest(http.MethodPost, "/plants", strings.NewReader(body)))
+		return w.Code, w.Body.String()
+	}
+	for _, c := range []struct {
+		body, want string
+		code       int
+	}{
+		{`{"id": 7, "name": "Monstera", "tag": "tropical"}`, `{"name":"Monstera","tag":"tropical"}`, 200},
+		{`{"id": 7, "name": "Monstera", "tag": "tropical"}`, `{"name":"Monstera","tag":"tropical"}`, 200},
+		{`{"id": 7, "name": "Ficus"}`, `{"name":"Monstera","tag":"tropical"}`, 409},
+		{`{"id": 8, "name": "Ficus"}`, `{"name":"Ficus"}`, 200},
+		{`{"id": `, "", 400},
+	} {
+		code, body := post(c.body)
+		if code != c.code || (c.want != "" && body != c.want) {
+			t.Errorf("POST %s = %d %s, want %d %s", c.body, code, body, c.code, c.want)
+		}
+	}
+	if v, err := rdb.Get(context.Background(), "plantstore:plant:{8}").Result(); err != nil || v != `{"name":"Ficus"}` {
+		t.Errorf("stored value = %q, %v", v, err)
+	}
+	w := httptest.NewRecorder()
+	f.readyz(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if w.Code != 200 {
+		t.Errorf("/readyz = %d", w.Code)
+	}
+}

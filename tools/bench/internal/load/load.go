@@ -1,0 +1,477 @@
+// Package load generates POST /plants traffic against a server on the
+// loopback interface: a closed loop (a fixed number of connections, each
+// sending its next request when the previous one is answered) to find the
+// peak, and an open loop (requests at fixed intended times, whatever the
+// server does) to measure latency without coordinated omission.
+//
+// The client is a minimal HTTP/1.1 one over raw keep-alive connections: on a
+// small machine the load generator shares the CPUs with the server it
+// measures, and net/http's client would spend several times more of them.
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http/httputil"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// RequestTimeout bounds every request: past it the request counts as failed.
+const RequestTimeout = 5 * time.Second
+
+// Target is a server to load.
+type Target struct {
+	addr  string
+	token string
+	ids   *atomic.Int64
+}
+
+// NewTarget checks that addr is a loopback address (the generator never sends
+// traffic anywhere else) and returns a target whose requests carry token as
+// their bearer token and take their plant ids from ids, so that every create
+// in a run is a fresh insert.
+func NewTarget(addr, token string, ids *atomic.Int64) (*Target, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("load target %q: only loopback addresses are allowed", addr)
+	}
+	return &Target{addr: addr, token: token, ids: ids}, nil
+}
+
+// Addr is the target's address.
+func (t *Target) Addr() string { return t.addr }
+
+// AppendRequest appends the bytes of one POST /plants request creating plant
+// id to buf.
+func AppendRequest(buf []byte, host, token string, id int64) []byte {
+	var body [64]byte
+	b := append(body[:0], `{"id": `...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `, "name": "Monstera", "tag": "tropical"}`...)
+	buf = append(buf, "POST /plants HTTP/1.1\r\nHost: "...)
+	buf = append(buf, host...)
+	buf = append(buf, "\r\nUser-Agent: plantstore-bench\r\nContent-Type: application/json\r\n"...)
+	if token != "" {
+		buf = append(buf, "Authorization: Bearer "...)
+		buf = append(buf, token...)
+		buf = append(buf, "\r\n"...)
+	}
+	buf = append(buf, "Content-Length: "...)
+	buf = strconv.AppendInt(buf, int64(len(b)), 10)
+	buf = append(buf, "\r\n\r\n"...)
+	return append(buf, b...)
+}
+
+// conn is one keep-alive connection.
+type conn struct {
+	c   net.Conn
+	br  *bufio.Reader
+	buf []byte
+}
+
+func (t *Target) dial(ctx context.Context) (*conn, error) {
+	d := net.Dialer{Timeout: RequestTimeout}
+	c, err := d.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{c: c, br: bufio.NewReaderSize(c, 4096), buf: make([]byte, 0, 512)}, nil
+}
+
+// do sends one create and reads its answer. keep is false when the
+// connection cannot be reused.
+func (t *Target) do(c *conn) (status int, keep bool, err error) {
+	c.buf = AppendRequest(c.buf[:0], t.addr, t.token, t.ids.Add(1))
+	if err := c.c.SetDeadline(time.Now().Add(RequestTimeout)); err != nil {
+		return 0, false, err
+	}
+	if _, err := c.c.Write(c.buf); err != nil {
+		return 0, false, err
+	}
+	return ReadResponse(c.br)
+}
+
+var errMalformed = errors.New("malformed HTTP response")
+
+// ReadResponse reads one HTTP/1.1 response from br and discards its body. It
+// returns the status code, and keep false when the server closes the
+// connection after it (or the body's length is unknown).
+func ReadResponse(br *bufio.Reader) (status int, keep bool, err error) {
+	line, err := readLine(br)
+	if err != nil {
+		return 0, false, err
+	}
+	// HTTP/1.1 200 OK
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
+		return 0, false, fmt.Errorf("%w: status line %q", errMalformed, line)
+	}
+	status, err = strconv.Atoi(string(line[9:12]))
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: status line %q", errMalformed, line)
+	}
+	keep = line[7] == '1'
+	length, chunked := int64(-1), false
+	for {
+		h, err := readLine(br)
+		if err != nil {
+			return status, false, err
+		}
+		if len(h) == 0 {
+			break
+		}
+		k, v, ok := bytes.Cut(h, []byte(":"))
+		if !ok {
+			return status, false, fmt.Errorf("%w: header %q", errMalformed, h)
+		}
+		v = bytes.TrimSpace(v)
+		switch {
+		case bytes.EqualFold(k, []byte("Content-Length")):
+			length, err = strconv.ParseInt(string(v), 10, 64)
+			if err != nil || length < 0 {
+				return status, false, fmt.Errorf("%w: Content-Length %q", errMalformed, v)
+			}
+		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
+			chunked = bytes.EqualFold(v, []byte("chunked"))
+		case bytes.EqualFold(k, []byte("Connection")):
+			if bytes.EqualFold(v, []byte("close")) {
+				keep = false
+			}
+		}
+	}
+	switch {
+	case chunked:
+		_, err = io.Copy(io.Discard, httputil.NewChunkedReader(br))
+		if err == nil {
+			// The trailer section ends with an empty line.
+			for {
+				var l []byte
+				if l, err = readLine(br); err != nil || len(l) == 0 {
+					break
+				}
+			}
+		}
+	case length >= 0:
+		_, err = br.Discard(int(length))
+	default:
+		// Delimited by the end of the connection.
+		_, err = io.Copy(io.Discard, br)
+		keep = false
+	}
+	if err != nil {
+		return status, false, err
+	}
+	return status, keep, nil
+}
+
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, fmt.Errorf("%w: line longer than %d bytes", errMalformed, br.Size())
+		}
+		return nil, err
+	}
+	line = bytes.TrimRight(line, "\r\n")
+	return line, nil
+}
+
+// Result is what one phase measured.
+type Result struct {
+	Window    time.Duration   // the measured interval
+	Requests  int64           // answered within the window (any status)
+	Non200    int64           // answers other than 200 over the whole phase, warm-up included
+	Errors    int64           // requests that got no answer (connection error, time-out)
+	Statuses  map[int]int64   // every status seen over the whole phase
+	Latencies []time.Duration // of the requests answered within the window
+	Scheduled int64           // open loop: requests the schedule held
+	// Lag is how late the open loop's requests left, after their intended
+	// time (the generator's own tardiness; already inside Latencies).
+	Lag []time.Duration
+	// FirstError is the first request error, if any.
+	FirstError string
+}
+
+// Throughput is answers per second over the window.
+func (r Result) Throughput() float64 {
+	if r.Window <= 0 {
+		return 0
+	}
+	return float64(r.Requests) / r.Window.Seconds()
+}
+
+// Failed is the number of requests that did not answer 200.
+func (r Result) Failed() int64 { return r.Non200 + r.Errors }
+
+type tally struct {
+	mu       sync.Mutex
+	statuses map[int]int64
+	errors   int64
+	errSeen  error
+}
+
+func (t *tally) add(statuses map[int]int64, errs int64, firstErr error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.statuses == nil {
+		t.statuses = map[int]int64{}
+	}
+	for k, v := range statuses {
+		t.statuses[k] += v
+	}
+	t.errors += errs
+	if t.errSeen == nil {
+		t.errSeen = firstErr
+	}
+}
+
+// Closed runs conns connections in a closed loop for warmup+window. Only the
+// answers that arrive within the window after the warm-up count; onStart and
+// onEnd run at its two ends (to read the server's CPU time).
+func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Duration, onStart, onEnd func()) (Result, error) {
+	begin := time.Now()
+	winStart, winEnd := begin.Add(warmup), begin.Add(warmup+window)
+	ctx, cancel := context.WithDeadline(ctx, winEnd.Add(RequestTimeout))
+	defer cancel()
+
+	// The window's ends are marked by a timer of their own, not by a worker.
+	marks := make(chan struct{})
+	go func() {
+		defer close(marks)
+		for _, at := range []struct {
+			t  time.Time
+			fn func()
+		}{{winStart, onStart}, {winEnd, onEnd}} {
+			select {
+			case <-time.After(time.Until(at.t)):
+			case <-ctx.Done():
+				return
+			}
+			if at.fn != nil {
+				at.fn()
+			}
+		}
+	}()
+
+	var tl tally
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			statuses := map[int]int64{}
+			var local []time.Duration
+			var errs int64
+			var firstErr error
+			var c *conn
+			defer func() {
+				if c != nil {
+					c.c.Close()
+				}
+			}()
+			for ctx.Err() == nil {
+				if c == nil {
+					var err error
+					if c, err = t.dial(ctx); err != nil {
+						errs++
+						firstErr = cmpErr(firstErr, err)
+						sleepCtx(ctx, 10*time.Millisecond)
+						continue
+					}
+				}
+				sent := time.Now()
+				if !sent.Before(winEnd) {
+					break
+				}
+				status, keep, err := t.do(c)
+				done := time.Now()
+				if err != nil {
+					errs++
+					firstErr = cmpErr(firstErr, err)
+					c.c.Close()
+					c = nil
+					continue
+				}
+				statuses[status]++
+				if !done.Before(winStart) && !done.After(winEnd) {
+					local = append(local, done.Sub(sent))
+				}
+				if !keep {
+					c.c.Close()
+					c = nil
+				}
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+			tl.add(statuses, errs, firstErr)
+		})
+	}
+	wg.Wait()
+	<-marks
+	if err := ctx.Err(); err != nil && time.Now().Before(winEnd) {
+		return Result{}, err // interrupted, not finished
+	}
+	r := result(&tl, lat, window)
+	r.Requests = int64(len(lat))
+	return r, nil
+}
+
+// Open sends rate requests a second for window, each at its intended time
+// start+i/rate whether or not earlier ones were answered, over as many
+// connections as that takes (at most maxInFlight requests outstanding), and
+// measures each latency from the intended time: a stalled server or a late
+// generator shows up in the latencies instead of thinning the schedule.
+func (t *Target) Open(ctx context.Context, rate float64, window time.Duration, maxInFlight int) (Result, error) {
+	if rate <= 0 {
+		return Result{}, fmt.Errorf("open loop: rate %v", rate)
+	}
+	n := int(rate * window.Seconds())
+	if n < 1 {
+		n = 1
+	}
+	interval := float64(time.Second) / rate
+	ctx, cancel := context.WithTimeout(ctx, window+2*RequestTimeout)
+	defer cancel()
+
+	pool := make(chan *conn, maxInFlight)
+	defer func() {
+		for {
+			select {
+			case c := <-pool:
+				c.c.Close()
+			default:
+				return
+			}
+		}
+	}()
+	sem := make(chan struct{}, maxInFlight)
+	lat := make([]time.Duration, n)
+	lag := make([]time.Duration, n)
+	status := make([]int, n) // 0: no answer
+	var wg sync.WaitGroup
+	var errCount atomic.Int64
+	var firstErr atomic.Value
+	sleep, done := preciseSleeper()
+	defer done()
+	start := time.Now().Add(5 * time.Millisecond)
+	for i := range n {
+		due := start.Add(time.Duration(float64(i) * interval))
+		for d := time.Until(due); d > 0 && ctx.Err() == nil; d = time.Until(due) {
+			sleep(min(d, 10*time.Millisecond))
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var c *conn
+			select {
+			case c = <-pool:
+			default:
+				var err error
+				if c, err = t.dial(ctx); err != nil {
+					errCount.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+			lag[i] = time.Since(due)
+			s, keep, err := t.do(c)
+			if err != nil {
+				c.c.Close()
+				errCount.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			lat[i] = time.Since(due)
+			status[i] = s
+			if keep {
+				select {
+				case pool <- c:
+				default:
+					c.c.Close()
+				}
+			} else {
+				c.c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Result{}, fmt.Errorf("open loop at %.0f/s: %w", rate, err)
+	}
+	statuses := map[int]int64{}
+	answered := lat[:0:0]
+	var lags []time.Duration
+	var last time.Duration
+	for i := range n {
+		if status[i] == 0 {
+			continue
+		}
+		statuses[status[i]]++
+		answered = append(answered, lat[i])
+		lags = append(lags, lag[i])
+		// When the answer came, counted from the schedule's start.
+		last = max(last, time.Duration(float64(i)*interval)+lat[i])
+	}
+	var tl tally
+	e, _ := firstErr.Load().(error)
+	tl.add(statuses, errCount.Load(), e)
+	r := result(&tl, answered, max(window, last))
+	r.Requests = int64(len(answered))
+	r.Scheduled = int64(n)
+	r.Lag = lags
+	return r, nil
+}
+
+func result(tl *tally, lat []time.Duration, window time.Duration) Result {
+	r := Result{Window: window, Statuses: tl.statuses, Errors: tl.errors, Latencies: lat}
+	if r.Statuses == nil {
+		r.Statuses = map[int]int64{}
+	}
+	for code, n := range r.Statuses {
+		if code != 200 {
+			r.Non200 += n
+		}
+	}
+	if tl.errSeen != nil {
+		r.FirstError = tl.errSeen.Error()
+	}
+	return r
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// sleepCtx sleeps for d unless ctx ends first; it reports whether it slept
+// the whole time.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

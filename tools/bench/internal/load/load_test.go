@@ -1,0 +1,105 @@
+package load
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestAppendRequestParses(t *testing.T) {
+	raw := AppendRequest(nil, "127.0.0.1:8080", "tok", 42)
+	req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(string(raw))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(req.Body)
+	if req.Method != "POST" || req.URL.Path != "/plants" || req.Header.Get("Authorization") != "Bearer tok" ||
+		req.Header.Get("Content-Type") != "application/json" ||
+		string(body) != `{"id": 42, "name": "Monstera", "tag": "tropical"}` {
+		t.Errorf("request = %s %s %v body %q", req.Method, req.URL, req.Header, body)
+	}
+	if raw := AppendRequest(nil, "h", "", 1); strings.Contains(string(raw), "Authorization") {
+		t.Error("empty token still sends Authorization")
+	}
+}
+
+func TestReadResponse(t *testing.T) {
+	stream := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhello" +
+		"HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
+		"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+	br := bufio.NewReader(strings.NewReader(stream))
+	for _, want := range []struct {
+		status int
+		keep   bool
+	}{{200, true}, {409, true}, {503, false}} {
+		status, keep, err := ReadResponse(br)
+		if err != nil || status != want.status || keep != want.keep {
+			t.Fatalf("ReadResponse = %d %v %v, want %d %v", status, keep, err, want.status, want.keep)
+		}
+	}
+	if _, _, err := ReadResponse(bufio.NewReader(strings.NewReader("garbage\r\n\r\n"))); err == nil {
+		t.Error("garbage: no error")
+	}
+}
+
+func TestNewTargetLoopbackOnly(t *testing.T) {
+	var ids atomic.Int64
+	for _, addr := range []string{"10.0.0.1:80", "example.com:80", "192.168.1.1:8080", "0.0.0.0:80"} {
+		if _, err := NewTarget(addr, "", &ids); err == nil {
+			t.Errorf("NewTarget(%q) accepted a non-loopback address", addr)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:80", "[::1]:80"} {
+		if _, err := NewTarget(addr, "", &ids); err != nil {
+			t.Errorf("NewTarget(%q): %v", addr, err)
+		}
+	}
+}
+
+// A short closed and open loop against an in-process server: every request
+// is answered, ids are fresh, and the open loop keeps its schedule.
+func TestLoops(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"name":"Monstera","tag":"tropical"}`))
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	var ids atomic.Int64
+	tg, err := NewTarget(ln.Addr().String(), "t", &ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var started, ended bool
+	r, err := tg.Closed(ctx, 4, 50*time.Millisecond, 200*time.Millisecond, func() { started = true }, func() { ended = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !started || !ended || r.Requests == 0 || r.Failed() != 0 || r.Statuses[200] == 0 || len(r.Latencies) != int(r.Requests) {
+		t.Errorf("closed loop: %+v (hooks %v %v)", r, started, ended)
+	}
+	before := ids.Load()
+	r, err = tg.Open(ctx, 200, 250*time.Millisecond, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Scheduled != 50 || r.Requests != 50 || r.Failed() != 0 || ids.Load()-before != 50 {
+		t.Errorf("open loop: scheduled %d answered %d failed %d ids %d", r.Scheduled, r.Requests, r.Failed(), ids.Load()-before)
+	}
+	if tp := r.Throughput(); tp < 100 || tp > 250 {
+		t.Errorf("open loop at 200/s achieved %.0f/s", tp)
+	}
+}

@@ -1,0 +1,257 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/stats"
+)
+
+// defaultChanges is the changes section of a new file.
+const defaultChanges = `Record here each change that mattered: what changed, and the figures before and after
+(median and spread over the rounds of one run of ` + "`make bench`" + ` on each side). The harness keeps
+everything between the two markers as it is when it rewrites this file.
+
+| change | figure | before | after |
+|---|---|---|---|
+`
+
+// Changes returns the text between the changes markers of a previous
+// version of the file, verbatim, or the default text when there is none.
+func Changes(previous []byte) string {
+	s := string(previous)
+	b := strings.Index(s, ChangeBegin)
+	if b < 0 {
+		return defaultChanges
+	}
+	rest := s[b+len(ChangeBegin):]
+	e := strings.Index(rest, ChangeEnd)
+	if e < 0 {
+		return defaultChanges
+	}
+	return strings.TrimPrefix(rest[:e], "\n")
+}
+
+// num formats x with prec decimals, or "–" when it is not a number.
+func num(x float64, prec int) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.*f", prec, x)
+}
+
+// cell formats a spread as "median (min–max)", or the median alone when the
+// spread is empty.
+func cell(s stats.Spread, prec int) string {
+	if !s.Valid() {
+		return "–"
+	}
+	m := num(s.Median, prec)
+	lo, hi := num(s.Min, prec), num(s.Max, prec)
+	if s.N == 1 || lo == hi {
+		return m
+	}
+	return fmt.Sprintf("%s (%s–%s)", m, lo, hi)
+}
+
+func ratioCell(r *Run, v string, f func(*Measure) float64, prec int) string {
+	if v == Floor {
+		return "1 (reference)"
+	}
+	return cell(r.RatioToFloor(v, f), prec)
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f %%", f*100) }
+
+// Markdown renders the run as docs/performance.md, keeping the changes
+// section of previous (the file's current contents, or nil).
+func Markdown(r *Run, previous []byte) []byte {
+	var b bytes.Buffer
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	rounds := len(r.Rounds)
+
+	p("# Performance\n\n")
+	p("<!-- Written by tools/bench (`make bench`). Everything outside the changes markers is regenerated; edit only between them. -->\n\n")
+	p("How close the service, with its default telemetry on, runs to **the floor**: a bare net/http handler that only\n")
+	p("decodes the body with encoding/json, stores it with one go-redis `SET key value NX GET` and encodes the Plant\n")
+	p("(`tools/bench/cmd/floor`). Both run as release builds against the same real `redis-server` (AOF on,\n")
+	p("`appendfsync everysec`) on loopback, alternating within each round (floor, service, service-all-sampled) so that\n")
+	p("drift of the machine cancels out in the ratios. The service runs with metrics, access logs (default sampling)\n")
+	p("and tracing exported over OTLP/HTTP to a local sink at the chart's sampler (`parentbased_traceidratio`, 0.1);\n")
+	p("**service-all-sampled** is the same with `OTEL_TRACES_SAMPLER=always_on`.\n\n")
+	p("Every figure is the **median over %d round(s)**, with the spread (min–max) in parentheses. A ratio is the\n", rounds)
+	p("median of the per-round ratios to the floor of the same round.\n\n")
+	if r.Short {
+		p("> **Short run (`-short`)**: one round of one-second phases, made to check that the harness works, not to\n")
+		p("> quote. Use a default run for figures.\n\n")
+	}
+
+	p("## Run\n\n")
+	p("| | |\n|---|---|\n")
+	p("| date | %s |\n", r.Date.UTC().Format(time.RFC3339))
+	p("| command | `%s` |\n", r.Command)
+	p("| machine | %d CPUs, %s |\n", r.Machine.NProc, r.Machine.CPU)
+	p("| kernel | %s |\n", r.Machine.Kernel)
+	p("| Go | %s |\n", r.Machine.GoVersion)
+	p("| Redis | %s |\n", r.Machine.Redis)
+	p("| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", r.Machine.LoadBefore, r.Machine.LoadAfter)
+	p("| phases | %d round(s); closed loop %s per variant after a %s warm-up, %d connections; open loop %s per rate and variant |\n",
+		rounds, r.Duration, r.Warmup, r.Conns, r.RateDuration)
+	p("| wall time | %s |\n", r.Elapsed.Round(time.Second))
+	var failed int64
+	for _, rd := range r.Rounds {
+		for _, m := range rd.Measures {
+			failed += m.Non200 + m.Errors
+		}
+	}
+	p("| requests not answered 200 | %d |\n", failed)
+	for _, v := range []string{Service, AllSampled} {
+		p("| %s telemetry | %d OTLP exports (%d KiB) received by the sink; %d access log lines written |\n",
+			v, r.OTLPExports[v], r.OTLPBytes[v]/1024, r.AccessLines[v])
+	}
+	p("\n")
+
+	if len(r.Failures) > 0 || len(r.Warnings) > 0 {
+		p("## Problems\n\n")
+		for _, f := range r.Failures {
+			p("- **failure**: %s\n", f)
+		}
+		for _, w := range r.Warnings {
+			p("- warning: %s\n", w)
+		}
+		p("\n")
+	}
+
+	p("## Targets\n\n")
+	p("From issue 5, judged on the medians of this run.\n\n")
+	p("| target | measured | verdict |\n|---|---|---|\n")
+	for _, t := range r.Targets() {
+		verdict := "FAIL"
+		if t.Pass() {
+			verdict = "PASS"
+		}
+		prec := 1
+		if t.Unit == "×" {
+			prec = 3
+		}
+		p("| %s | %s %s | %s |\n", t.Name, cell(t.Measured, prec), t.Unit, verdict)
+	}
+	p("\n")
+
+	p("## Peak throughput\n\n")
+	p("Closed loop, %d connections, fresh ids (every request a real insert), %s per round after a %s warm-up.\n\n", r.Conns, r.Duration, r.Warmup)
+	p("| variant | requests/s | ÷ floor |\n|---|---|---|\n")
+	for _, v := range Variants {
+		p("| %s | %s | %s |\n", v, cell(r.Figure(v, PeakOf), 0), ratioCell(r, v, PeakOf, 3))
+	}
+	p("\n")
+
+	p("## Latency\n\n")
+	p("Open loop at fixed rates, fractions of each round's service peak (the same absolute rates for every variant in\n")
+	p("the round), each latency counted from the request's intended send time, so a stall delays every request\n")
+	p("scheduled behind it (no coordinated omission). Milliseconds. The generator's lag is how late it sent its\n")
+	p("requests itself (p99; already inside the latencies): when it is large, the machine, not only the server,\n")
+	p("was out of CPU.\n\n")
+	p("| rate | requests/s sent | variant | answered/s | p50 | p99 | p99.9 | p99 ÷ floor | generator lag p99 |\n|---|---|---|---|---|---|---|---|---|\n")
+	for i, f := range r.Fractions {
+		rate := make([]float64, 0, rounds)
+		for _, rd := range r.Rounds {
+			if i < len(rd.Rates) {
+				rate = append(rate, rd.Rates[i])
+			}
+		}
+		for _, v := range Variants {
+			p("| %s of peak | %s | %s | %s | %s | %s | %s | %s | %s |\n", pct(f), cell(stats.Summary(rate), 0), v,
+				cell(r.Figure(v, OpenAt(i, AchievedOf)), 0),
+				cell(r.Figure(v, OpenAt(i, P50Of)), 2), cell(r.Figure(v, OpenAt(i, P99Of)), 2),
+				cell(r.Figure(v, OpenAt(i, P999Of)), 2), ratioCell(r, v, OpenAt(i, P99Of), 2),
+				cell(r.Figure(v, OpenAt(i, LagOf)), 2))
+		}
+	}
+	p("\n")
+	if r.PNG != "" {
+		p("![Latency (p50 and p99, log scale) against throughput for the service and the floor](%s)\n\n", r.PNG)
+	}
+
+	p("## CPU\n\n")
+	p("CPU time (user + system, from `/proc/<pid>/stat`) of the server process alone over the closed-loop window,\n")
+	p("per 1,000 requests. Redis is not counted; the load generator's own CPU (the harness process, over the same\n")
+	p("window) is shown for scale, as it shares the machine.\n\n")
+	p("| variant | CPU seconds per 1,000 requests | ÷ floor | load generator's |\n|---|---|---|---|\n")
+	for _, v := range Variants {
+		p("| %s | %s | %s | %s |\n", v, cell(r.Figure(v, CPUOf), 4), ratioCell(r, v, CPUOf, 2), cell(r.Figure(v, GenCPUOf), 4))
+	}
+	p("\n")
+
+	p("## Memory and start-up\n\n")
+	p("Resident memory (`VmRSS`) idle, after start-up and a settle of at least a second; peak (`VmHWM`) after the\n")
+	p("round's load. Ready: from exec to `/readyz` answering 200, polled every 2 ms (the floor's `/readyz` pings\n")
+	p("Redis as the service's does).\n\n")
+	p("| variant | idle RSS MiB | peak RSS MiB | ready ms |\n|---|---|---|---|\n")
+	for _, v := range Variants {
+		p("| %s | %s | %s | %s |\n", v, cell(r.Figure(v, IdleRSSOf), 1), cell(r.Figure(v, PeakRSSOf), 1), cell(r.Figure(v, ReadyOf), 1))
+	}
+	p("\n")
+
+	p("## Allocations\n\n")
+	p("The handler chain in-process on real Redis (`internal/perf`, BenchmarkChain), telemetry off, on (the chart's\n")
+	p("sampling) and with every request sampled: `%s` (from the repository root; the harness\n", r.AllocsCommand)
+	p("builds the test binary with `go test -c` before the rounds and runs it with the same flags after them).\n\n")
+	if r.AllocsError != "" {
+		p("Not measured: %s\n\n", r.AllocsError)
+	} else {
+		p("| benchmark | ns/op | B/op | allocs/op |\n|---|---|---|---|\n")
+		for _, a := range r.Allocs {
+			p("| %s | %s | %s | %s |\n", a.Name, num(a.NsPerOp, 0), num(a.BytesPerOp, 0), num(a.AllocsPerOp, 0))
+		}
+		p("\n")
+	}
+
+	p("## Every round\n\n")
+	p("| round | variant | peak/s | CPU s/1k | p99 ms at %s | idle MiB | peak MiB | ready ms |\n|---|---|---|---|---|---|---|---|\n",
+		strings.Join(fractionNames(r.Fractions), " / "))
+	for i, rd := range r.Rounds {
+		for _, v := range Variants {
+			m := rd.Measures[v]
+			if m == nil {
+				continue
+			}
+			p99s := make([]string, len(m.Open))
+			for j, l := range m.Open {
+				p99s[j] = num(l.P99, 2)
+			}
+			p("| %d | %s | %s | %s | %s | %s | %s | %s |\n", i+1, v, num(m.Peak, 0), num(m.CPUPer1k, 4),
+				strings.Join(p99s, " / "), num(m.IdleRSS, 1), num(m.PeakRSS, 1), num(m.ReadyMs, 1))
+		}
+	}
+	p("\n")
+
+	p("## How it is measured\n\n")
+	p("- `make bench` runs `go run ./cmd/bench` in `tools/bench`, a module of its own. It builds the service as the\n")
+	p("  release does (`CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"`) and the floor, starts `redis-server`\n")
+	p("  (`--appendonly yes --appendfsync everysec`; RDB snapshots off, so that no fork lands in a phase; no\n")
+	p("  password), an OTLP/HTTP sink per service variant, and the three servers on free 127.0.0.1 ports, and stops\n")
+	p("  them all at the end, on failure and on interrupt. Between rounds Redis is emptied and its AOF rewritten, so\n")
+	p("  that no rewrite starts during a phase.\n")
+	p("- The load generator is a minimal HTTP/1.1 client on raw keep-alive connections (it shares the CPUs with\n")
+	p("  the server it measures). Requests: `POST /plants`, `Content-Type: application/json`, the service's bearer\n")
+	p("  token, body `{\"id\": <unique>, \"name\": \"Monstera\", \"tag\": \"tropical\"}`.\n")
+	p("- Percentiles are nearest-rank over every answered request of a phase.\n")
+	p("- `make bench-short` (CI) is one round of one-second phases written to a temporary file; it fails when a\n")
+	p("  phase produced no figure or a request did not answer 200, never on the targets.\n\n")
+
+	p("## Changes and their effect\n\n")
+	p("%s\n%s%s\n", ChangeBegin, Changes(previous), ChangeEnd)
+	return b.Bytes()
+}
+
+func fractionNames(fs []float64) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = pct(f)
+	}
+	return out
+}

@@ -1,0 +1,247 @@
+// Package report turns the harness's measurements into docs/performance.md
+// and its chart, and parses the output of the handler-chain Go benchmark.
+package report
+
+import (
+	"math"
+	"time"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/stats"
+)
+
+// The variants, in the order the tables show them. Floor is the reference of
+// every ratio.
+const (
+	Service     = "service"
+	AllSampled  = "service-all-sampled"
+	Floor       = "floor"
+	ChangeBegin = "<!-- changes:begin -->"
+	ChangeEnd   = "<!-- changes:end -->"
+)
+
+// Variants lists the variants in table order.
+var Variants = []string{Service, AllSampled, Floor}
+
+// Latency is one open-loop phase: one variant at one rate.
+type Latency struct {
+	Rate      float64 // intended requests a second
+	Achieved  float64 // answered a second
+	Scheduled int64
+	Answered  int64
+	P50, P99  float64 // milliseconds, from the intended send time
+	P999      float64
+	LagP99    float64 // milliseconds the generator itself sent late (p99)
+	// CPU seconds per 1,000 requests of the server and of the load
+	// generator (the harness process) over the phase.
+	CPUPer1k, GeneratorCPUPer1k float64
+}
+
+// Measure is everything one round measured of one variant.
+type Measure struct {
+	ReadyMs      float64 // exec to /readyz answering 200
+	IdleRSS      float64 // MiB, after start-up and a settle
+	PeakRSS      float64 // MiB, VmHWM after the round's load
+	Peak         float64 // closed-loop answers a second
+	PeakRequests int64
+	ClosedP50    float64 // ms, closed loop (coordinated, for information)
+	ClosedP99    float64
+	CPUSeconds   float64 // server CPU over the closed-loop window
+	CPUPer1k     float64 // CPU seconds per 1,000 requests
+	// GeneratorCPUPer1k is the load generator's (the harness's) CPU seconds
+	// per 1,000 requests over the same window.
+	GeneratorCPUPer1k float64
+	Open              []Latency
+	Non200, Errors    int64
+	Statuses          map[int]int64
+	FirstError        string
+}
+
+// Round is one round: each variant measured once, in turn.
+type Round struct {
+	Rates    []float64 // the open-loop rates: fractions of this round's service peak
+	Measures map[string]*Measure
+}
+
+// Bench is one sub-benchmark of the handler-chain Go benchmark.
+type Bench struct {
+	Name        string
+	Iterations  int64
+	NsPerOp     float64
+	BytesPerOp  float64
+	AllocsPerOp float64
+}
+
+// Machine is what the run ran on.
+type Machine struct {
+	NProc      int
+	CPU        string
+	Kernel     string
+	GoVersion  string
+	Redis      string
+	LoadBefore string // /proc/loadavg when the run started
+	LoadAfter  string
+}
+
+// Run is a whole run of the harness.
+type Run struct {
+	Date          time.Time
+	Command       string
+	Machine       Machine
+	Short         bool
+	Rounds        []Round
+	Fractions     []float64 // of the service peak, e.g. 0.25 0.5 0.75
+	Conns         int
+	Warmup        time.Duration
+	Duration      time.Duration // closed loop, per round and variant
+	RateDuration  time.Duration // open loop, per rate and variant
+	Elapsed       time.Duration
+	Allocs        []Bench
+	AllocsCommand string
+	AllocsError   string
+	OTLPExports   map[string]int64 // export requests the sinks received, per variant
+	OTLPBytes     map[string]int64
+	AccessLines   map[string]int64 // access log lines the service variants wrote
+	Failures      []string         // what makes the run fail (exit status 1)
+	Warnings      []string
+	PNG           string // the chart, relative to the markdown file
+}
+
+// series returns one figure of one variant over the rounds.
+func (r *Run) series(variant string, f func(*Measure) float64) []float64 {
+	out := make([]float64, 0, len(r.Rounds))
+	for _, rd := range r.Rounds {
+		m := rd.Measures[variant]
+		if m == nil {
+			out = append(out, math.NaN())
+			continue
+		}
+		out = append(out, f(m))
+	}
+	return out
+}
+
+// Figure is the median and spread of one figure of one variant over the rounds.
+func (r *Run) Figure(variant string, f func(*Measure) float64) stats.Spread {
+	return stats.Summary(r.series(variant, f))
+}
+
+// RatioToFloor is the median and spread of the per-round ratios of variant's
+// figure to the floor's in the same round.
+func (r *Run) RatioToFloor(variant string, f func(*Measure) float64) stats.Spread {
+	return stats.Summary(stats.Ratios(r.series(variant, f), r.series(Floor, f)))
+}
+
+// OpenAt returns a function picking the open-loop figure g at rate level i.
+func OpenAt(i int, g func(Latency) float64) func(*Measure) float64 {
+	return func(m *Measure) float64 {
+		if i >= len(m.Open) {
+			return math.NaN()
+		}
+		return g(m.Open[i])
+	}
+}
+
+// Pickers of the figures the tables show.
+var (
+	PeakOf     = func(m *Measure) float64 { return m.Peak }
+	CPUOf      = func(m *Measure) float64 { return m.CPUPer1k }
+	IdleRSSOf  = func(m *Measure) float64 { return m.IdleRSS }
+	PeakRSSOf  = func(m *Measure) float64 { return m.PeakRSS }
+	ReadyOf    = func(m *Measure) float64 { return m.ReadyMs }
+	P50Of      = func(l Latency) float64 { return l.P50 }
+	P99Of      = func(l Latency) float64 { return l.P99 }
+	P999Of     = func(l Latency) float64 { return l.P999 }
+	AchievedOf = func(l Latency) float64 { return l.Achieved }
+	LagOf      = func(l Latency) float64 { return l.LagP99 }
+	GenCPUOf   = func(m *Measure) float64 { return m.GeneratorCPUPer1k }
+)
+
+// Target is one target of the issue and whether the run met it.
+type Target struct {
+	Name     string
+	Measured stats.Spread
+	Unit     string
+	Limit    float64
+	AtLeast  bool // the figure must be >= Limit (else <=)
+}
+
+// Pass reports whether the median meets the target.
+func (t Target) Pass() bool {
+	if !t.Measured.Valid() {
+		return false
+	}
+	if t.AtLeast {
+		return t.Measured.Median >= t.Limit
+	}
+	return t.Measured.Median <= t.Limit
+}
+
+// HalfPeak is the index of the 50 % rate in Fractions, or -1.
+func (r *Run) HalfPeak() int {
+	for i, f := range r.Fractions {
+		if f == 0.5 {
+			return i
+		}
+	}
+	return -1
+}
+
+// Targets evaluates the issue's targets on the medians over the rounds.
+func (r *Run) Targets() []Target {
+	half := r.HalfPeak()
+	return []Target{
+		{Name: "service peak ≥ 0.85 × floor", Measured: r.RatioToFloor(Service, PeakOf), Unit: "×", Limit: 0.85, AtLeast: true},
+		{Name: "service-all-sampled peak ≥ 0.7 × floor", Measured: r.RatioToFloor(AllSampled, PeakOf), Unit: "×", Limit: 0.7, AtLeast: true},
+		{Name: "service p99 ≤ 5 ms at 50 % of peak", Measured: r.Figure(Service, OpenAt(half, P99Of)), Unit: "ms", Limit: 5},
+		{Name: "service idle RSS ≤ 30 MiB", Measured: r.Figure(Service, IdleRSSOf), Unit: "MiB", Limit: 30},
+		{Name: "service ready ≤ 200 ms after exec", Measured: r.Figure(Service, ReadyOf), Unit: "ms", Limit: 200},
+	}
+}
+
+// Incomplete lists the figures a run should have and does not: a phase that
+// produced no number, or requests that did not answer 200.
+func (r *Run) Incomplete() []string {
+	var out []string
+	if len(r.Rounds) == 0 {
+		return []string{"no round completed"}
+	}
+	for i, rd := range r.Rounds {
+		for _, v := range Variants {
+			m := rd.Measures[v]
+			if m == nil {
+				out = append(out, roundf(i, v, "not measured"))
+				continue
+			}
+			check := func(name string, x float64) {
+				if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
+					out = append(out, roundf(i, v, name+" missing"))
+				}
+			}
+			check("ready time", m.ReadyMs)
+			check("idle RSS", m.IdleRSS)
+			check("peak RSS", m.PeakRSS)
+			check("peak throughput", m.Peak)
+			check("CPU per 1,000 requests", m.CPUPer1k)
+			if len(m.Open) != len(r.Fractions) {
+				out = append(out, roundf(i, v, "open-loop phases missing"))
+			}
+			for _, l := range m.Open {
+				check("open-loop p50", l.P50)
+				check("open-loop p99", l.P99)
+				check("open-loop p99.9", l.P999)
+				if l.Answered < l.Scheduled {
+					out = append(out, roundf(i, v, "open loop: requests unanswered"))
+				}
+			}
+			if m.Non200 > 0 || m.Errors > 0 {
+				out = append(out, roundf(i, v, failuresText(m)))
+			}
+		}
+	}
+	if r.AllocsError != "" {
+		out = append(out, "allocations benchmark: "+r.AllocsError)
+	} else if len(r.Allocs) == 0 {
+		out = append(out, "allocations benchmark: no result")
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+// Package stats holds the pure arithmetic of the harness: percentiles of
+// latency samples, medians and spreads over rounds, and ratios.
+package stats
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Percentile returns the p-th percentile (0 < p <= 100) of samples by the
+// nearest-rank method: the smallest sample such that at least p % of the
+// samples are less than or equal to it. samples must be sorted ascending; an
+// empty slice gives 0.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	if p <= 0 {
+		return sorted[0]
+	}
+	if p >= 100 {
+		return sorted[n-1]
+	}
+	// The epsilon keeps float error (99.9/100*1000 = 999.0000000000001)
+	// from moving the rank up by one.
+	rank := int(math.Ceil(p/100*float64(n) - 1e-9))
+	if rank < 1 {
+		rank = 1
+	}
+	return sorted[rank-1]
+}
+
+// Latencies summarises one phase's latency samples.
+type Latencies struct {
+	N                   int
+	P50, P99, P999, Max time.Duration
+}
+
+// Summarise sorts samples in place and returns their percentiles.
+func Summarise(samples []time.Duration) Latencies {
+	slices.Sort(samples)
+	return Latencies{
+		N:    len(samples),
+		P50:  Percentile(samples, 50),
+		P99:  Percentile(samples, 99),
+		P999: Percentile(samples, 99.9),
+		Max:  Percentile(samples, 100),
+	}
+}
+
+// Spread is the median of a set of per-round figures and its range.
+type Spread struct {
+	Median, Min, Max float64
+	N                int
+}
+
+// Valid reports whether the spread was computed from at least one finite value.
+func (s Spread) Valid() bool { return s.N > 0 }
+
+// Summary returns the median, minimum and maximum of the finite values in xs
+// (NaN and infinities are left out). The median of an even count is the mean
+// of the two middle values.
+func Summary(xs []float64) Spread {
+	v := make([]float64, 0, len(xs))
+	for _, x := range xs {
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return Spread{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
+	}
+	slices.Sort(v)
+	n := len(v)
+	med := v[n/2]
+	if n%2 == 0 {
+		med = (v[n/2-1] + v[n/2]) / 2
+	}
+	return Spread{Median: med, Min: v[0], Max: v[n-1], N: n}
+}
+
+// Ratio is a/b, or NaN when either is not a finite number or b is zero.
+func Ratio(a, b float64) float64 {
+	if b == 0 || math.IsNaN(a) || math.IsNaN(b) || math.IsInf(a, 0) || math.IsInf(b, 0) {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// Ratios returns a[i]/b[i] for each round i present in both: paired ratios,
+// so that what drifted between rounds cancels within each pair.
+func Ratios(a, b []float64) []float64 {
+	n := min(len(a), len(b))
+	out := make([]float64, n)
+	for i := range n {
+		out[i] = Ratio(a[i], b[i])
+	}
+	return out
+}
+
+// PerThousand returns the CPU seconds spent per 1,000 requests, or NaN when
+// no request completed.
+func PerThousand(cpuSeconds float64, requests int64) float64 {
+	if requests <= 0 {
+		return math.NaN()
+	}
+	return cpuSeconds / float64(requests) * 1000
+}
+
+// Millis converts a duration to fractional milliseconds.
+func Millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,485 @@
+#!/usr/bin/env bash
+# Offline validation of the Helm chart and the kustomize overlays against
+# Kubernetes 1.31, with no cluster and no download at test time other than Go
+# modules (and Debian's etcd-server package when etcd is missing).
+# See docs/validation.md for what this proves and what it cannot.
+#
+# Usage (from anywhere; paths are relative to the repository root):
+#   tools/k8s/validate.sh [--no-cluster]
+#
+# Environment:
+#   K8S_VALIDATE_CACHE    cache for tools, schemas and rendered manifests
+#                         (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s)
+#   K8S_VALIDATE_TIMEOUT  bound of the whole run in seconds, first builds
+#                         included (default 3600)
+#   K8S_VALIDATE_ROOT     directory holding charts/ and k8s/ (default: repo root)
+#   K8S_VALIDATE_CHART    chart directory (default charts/plantstore)
+#   K8S_VALIDATE_OVERLAYS directory of overlays (default k8s/overlays)
+#   K8S_VALIDATE_KEEP=1   keep the temporary directory (API server logs, ...)
+#   K8S_VALIDATE_NO_CLUSTER=1  same as --no-cluster: skip etcd/kube-apiserver
+set -euo pipefail
+
+SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+TOOLS_MOD=$(dirname "$SELF")            # tools/k8s, its own Go module
+REPO=$(cd "$TOOLS_MOD/../.." && pwd)
+
+# Bound the whole run: re-exec under timeout(1), which signals the whole
+# process group (this script, etcd, kube-apiserver, helm, kubectl) at the end.
+if [[ -z ${_K8S_VALIDATE_BOUNDED:-} ]]; then
+  export _K8S_VALIDATE_BOUNDED=1
+  exec timeout -k 30 "${K8S_VALIDATE_TIMEOUT:-3600}" "$SELF" "$@"
+fi
+
+NO_CLUSTER=${K8S_VALIDATE_NO_CLUSTER:-0}
+for a in "$@"; do
+  case $a in
+    --no-cluster) NO_CLUSTER=1 ;;
+    -h|--help) sed -n '2,19p' "$SELF"; exit 0 ;;
+    *) echo "unknown argument: $a" >&2; exit 2 ;;
+  esac
+done
+
+K8S_VERSION=1.31.0
+ROOT=$(cd "${K8S_VALIDATE_ROOT:-$REPO}" && pwd)
+CHART=${K8S_VALIDATE_CHART:-charts/plantstore}
+OVERLAYS=${K8S_VALIDATE_OVERLAYS:-k8s/overlays}
+CACHE=${K8S_VALIDATE_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s}
+cd "$ROOT"
+
+mkdir -p "$CACHE"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/k8s-validate.XXXXXX")
+LOGS=$WORK/logs
+RENDERED=$WORK/rendered   # copied to $CACHE/last-run/ at the end, for inspection
+mkdir -p "$LOGS" "$RENDERED"
+
+# Never talk to a real cluster: helm and kubectl only ever see our kubeconfig,
+# and helm keeps its state in the temporary directory.
+export KUBECONFIG=$WORK/kubeconfig
+export HELM_CACHE_HOME=$WORK/helm/cache HELM_CONFIG_HOME=$WORK/helm/config HELM_DATA_HOME=$WORK/helm/data
+unset HELM_KUBECONTEXT HELM_NAMESPACE HELM_KUBETOKEN HELM_KUBEAPISERVER KUBERNETES_SERVICE_HOST || true
+export GOWORK=off
+
+ETCD_PID='' API_PID=''
+stop_pid() {
+  local pid=$1
+  [[ -n $pid ]] || return 0
+  kill "$pid" 2>/dev/null || return 0
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+}
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM ERR
+  stop_pid "$API_PID"
+  stop_pid "$ETCD_PID"
+  if [[ -d $RENDERED ]]; then
+    rm -rf "$CACHE/last-run.$$" && cp -r "$RENDERED" "$CACHE/last-run.$$" &&
+      rm -rf "$CACHE/last-run" && mv "$CACHE/last-run.$$" "$CACHE/last-run" || true
+  fi
+  if [[ ${K8S_VALIDATE_KEEP:-0} == 1 ]]; then
+    echo "kept $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo "validate.sh: line $LINENO: unexpected failure of: $BASH_COMMAND" >&2' ERR
+trap 'echo "interrupted" >&2; exit 130' INT
+trap 'echo "terminated (time bound K8S_VALIDATE_TIMEOUT reached?)" >&2; exit 143' TERM
+
+PASSED=0 FAILED=0 SKIPPED=0
+pass() { PASSED=$((PASSED + 1)); printf 'PASS  %s\n' "$1"; }
+skip() { SKIPPED=$((SKIPPED + 1)); printf 'SKIP  %s\n' "$1"; }
+fail() {
+  FAILED=$((FAILED + 1)); printf 'FAIL  %s\n' "$1"
+  if [[ -n ${2:-} && -s ${2:-} ]]; then tail -n "${3:-40}" "$2" | sed 's/^/      | /'; fi
+}
+note() { printf '      %s\n' "$*"; }
+newlog() { mktemp -p "$LOGS" "${1:-log}.XXXXXX"; }
+# check NAME CMD...: PASS if CMD exits 0, FAIL with the tail of its output otherwise.
+check() {
+  local name=$1 log; shift
+  log=$(newlog)
+  if "$@" >"$log" 2>&1; then pass "$name"; return 0; fi
+  fail "$name" "$log"; return 1
+}
+
+# ---------------------------------------------------------------------------
+# a. tools
+echo "== tools (cache $CACHE)"
+# Concurrent runs share the cache: build tools and schemas under a lock.
+if command -v flock >/dev/null; then
+  exec 9>"$CACHE/.lock"
+  flock -w 1800 9 || { echo "could not lock $CACHE/.lock" >&2; exit 1; }
+fi
+# Version stamps, as the projects' own release builds set them. helm's
+# defaults (Capabilities.KubeVersion, lint deprecations) would say 1.20.
+LDFLAGS="-X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=31"
+read -r HELM_VERSION KUBECONFORM_VERSION <<<"$(cd "$TOOLS_MOD" && go list -m -f '{{.Version}}' helm.sh/helm/v3 github.com/yannh/kubeconform | tr '\n' ' ')"
+LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+LDFLAGS+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=31"
+LDFLAGS+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=31"
+LDFLAGS+=" -X main.version=$KUBECONFORM_VERSION" # kubeconform; no other of the four has main.version
+key=$( { cat "$TOOLS_MOD/go.mod" "$TOOLS_MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
+BIN=$CACHE/bin/$key
+mkdir -p "$BIN"
+declare -A PKG=(
+  [helm]=helm.sh/helm/v3/cmd/helm
+  [kubeconform]=github.com/yannh/kubeconform/cmd/kubeconform
+  [kubectl]=k8s.io/kubernetes/cmd/kubectl
+  [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+)
+missing=()
+for t in helm kubeconform kubectl kube-apiserver; do
+  [[ -x $BIN/$t ]] || missing+=("${PKG[$t]}")
+done
+if ((${#missing[@]})); then
+  log=$(newlog build)
+  t0=$SECONDS
+  # One go build for all missing tools: they share most of their packages.
+  if (cd "$TOOLS_MOD" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/" "${missing[@]}") >"$log" 2>&1; then
+    pass "build ${missing[*]##*/} ($((SECONDS - t0))s)"
+    # Builds for other go.mod/flag versions are stale: drop them (~340 MB each).
+    for old in "$CACHE"/bin/*/; do [[ ${old%/} == "$BIN" ]] || rm -rf "${old%/}"; done
+  else
+    fail "build ${missing[*]##*/}" "$log"
+    echo "validate: $PASSED passed, $FAILED failed"; exit 1
+  fi
+else
+  pass "tools cached in $BIN"
+fi
+# Our small helpers are rebuilt each time (seconds, from Go's build cache).
+if ! check "build k8s-schemas, k8s-testenv" \
+  bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ./cmd/k8s-schemas ./cmd/k8s-testenv"; then
+  echo "validate: $PASSED passed, $FAILED failed"; exit 1
+fi
+export PATH=$BIN:$WORK/bin:$PATH
+note "$(helm version --short) / kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1) / kubeconform $(kubeconform -v)"
+
+if [[ $NO_CLUSTER != 1 ]] && ! command -v etcd >/dev/null; then
+  log=$(newlog apt)
+  SUDO=''; [[ $(id -u) == 0 ]] || SUDO='sudo -n'
+  if { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends etcd-server; } >"$log" 2>&1 \
+    && command -v etcd >/dev/null; then
+    pass "apt-get install etcd-server"
+  else
+    fail "apt-get install etcd-server (needs root or passwordless sudo)" "$log"
+  fi
+fi
+
+# Schemas: generated from the k8s.io/kubernetes module's swagger.json and the
+# prometheus-operator CRDs, never downloaded as JSON.
+SCHEMAS=$CACHE/schemas
+log=$(newlog schemas)
+if k8s-schemas -out "$SCHEMAS" -moddir "$TOOLS_MOD" -kubernetes-version "$K8S_VERSION" >"$log" 2>&1; then
+  pass "k8s-schemas: $(grep -v '^SKIPPED' "$log" | head -1)"
+  grep '^SKIPPED' "$log" | sed 's/^/      /' || true
+else
+  fail "k8s-schemas" "$log"
+  echo "validate: $PASSED passed, $FAILED failed"; exit 1
+fi
+SCHEMA_DIR=$SCHEMAS/v$K8S_VERSION-standalone-strict
+# Readers keep the lock shared, so that no other run regenerates under them.
+if command -v flock >/dev/null; then flock -s 9; fi
+KC_SKIP=()
+declare -A CRD_KINDS=([ServiceMonitor]=servicemonitor-monitoring-v1.json [PrometheusRule]=prometheusrule-monitoring-v1.json)
+for k in "${!CRD_KINDS[@]}"; do
+  if [[ ! -f $SCHEMA_DIR/${CRD_KINDS[$k]} ]]; then
+    KC_SKIP+=("$k")
+    skip "$k (monitoring.coreos.com/v1) not schema-validated: its CRD could not be obtained (see k8s-schemas output above)"
+  fi
+done
+kc_args=(-strict -summary -output text -kubernetes-version "$K8S_VERSION" -schema-location "$SCHEMAS")
+if ((${#KC_SKIP[@]})); then kc_args+=(-skip "$(IFS=,; echo "${KC_SKIP[*]}")"); fi
+
+# kubeconform NAME FILE: strict validation; an empty render is a failure.
+kubeconform_check() {
+  local name=$1 file=$2 log
+  log=$(newlog kubeconform)
+  if kubeconform "${kc_args[@]}" "$file" >"$log" 2>&1; then
+    local summary; summary=$(grep '^Summary:' "$log" | sed 's/^Summary: //')
+    if grep -q 'Summary: 0 resources' "$log"; then fail "$name: no resources rendered" "$log"; return; fi
+    pass "$name: $summary"
+  else
+    fail "$name" "$log"
+  fi
+}
+
+# ---------------------------------------------------------------------------
+# b-d. chart
+HELM_TPL=(--kube-version "$K8S_VERSION" --api-versions monitoring.coreos.com/v1 --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule)
+SETS=()
+if [[ -f $CHART/Chart.yaml ]]; then
+  echo "== chart $CHART"
+  check "helm lint --strict $CHART" helm lint --strict --kube-version "$K8S_VERSION" "$CHART" || true
+  shopt -s nullglob
+  for v in "$CHART"/ci/*-values.yaml; do SETS+=("$(basename "$v" -values.yaml)"); done
+  ((${#SETS[@]})) || fail "no value sets in $CHART/ci/*-values.yaml"
+  for s in "${SETS[@]}"; do
+    vf=$CHART/ci/$s-values.yaml
+    check "helm lint --strict -f ci/$s-values.yaml" helm lint --strict --kube-version "$K8S_VERSION" "$CHART" -f "$vf" || true
+    log=$(newlog template)
+    if helm template plantstore "$CHART" -n "vs-$s" -f "$vf" "${HELM_TPL[@]}" >"$RENDERED/helm-$s.yaml" 2>"$log"; then
+      pass "helm template -f ci/$s-values.yaml ($(grep -c '^kind:' "$RENDERED/helm-$s.yaml") objects)"
+      kubeconform_check "kubeconform helm $s" "$RENDERED/helm-$s.yaml"
+    else
+      fail "helm template -f ci/$s-values.yaml" "$log"
+    fi
+  done
+  invalid=("$CHART"/ci/invalid/*.yaml)
+  ((${#invalid[@]})) || skip "no negative cases in $CHART/ci/invalid/"
+  for f in "${invalid[@]}"; do
+    b=invalid/$(basename "$f")
+    expect=$(head -n 1 "$f" | sed -n 's/^#[[:space:]]*expect:[[:space:]]*//p' | sed 's/[[:space:]]*$//')
+    if [[ -z $expect ]]; then fail "$b: first line must be '# expect: <substring of the error>'"; continue; fi
+    for cmd in lint template; do
+      log=$(newlog neg)
+      if [[ $cmd == lint ]]; then
+        helm lint --strict --kube-version "$K8S_VERSION" "$CHART" -f "$f" >"$log" 2>&1 && rc=0 || rc=$?
+      else
+        helm template plantstore "$CHART" -f "$f" "${HELM_TPL[@]}" >"$log" 2>&1 && rc=0 || rc=$?
+      fi
+      if ((rc == 0)); then
+        fail "$b: helm $cmd succeeded; expected an error containing '$expect'" "$log" 10
+      elif grep -qF -- "$expect" "$log"; then
+        pass "$b: helm $cmd fails with '$expect'"
+      else
+        fail "$b: helm $cmd failed but without '$expect'" "$log" 15
+      fi
+    done
+  done
+  shopt -u nullglob
+else
+  fail "no chart at $ROOT/$CHART"
+fi
+
+# ---------------------------------------------------------------------------
+# e. kustomize overlays
+OVLS=()
+echo "== overlays $OVERLAYS"
+shopt -s nullglob
+for d in "$OVERLAYS"/*/; do
+  d=${d%/}
+  [[ -f $d/kustomization.yaml || -f $d/kustomization.yml || -f $d/Kustomization ]] || continue
+  o=$(basename "$d")
+  OVLS+=("$o")
+  log=$(newlog kustomize)
+  if kubectl kustomize "$d" >"$RENDERED/kustomize-$o.yaml" 2>"$log"; then
+    pass "kubectl kustomize $d ($(grep -c '^kind:' "$RENDERED/kustomize-$o.yaml") objects)"
+    kubeconform_check "kubeconform overlay $o" "$RENDERED/kustomize-$o.yaml"
+  else
+    fail "kubectl kustomize $d" "$log"
+  fi
+done
+shopt -u nullglob
+((${#OVLS[@]})) || fail "no kustomize overlays in $ROOT/$OVERLAYS"
+
+# ---------------------------------------------------------------------------
+# f. a real kube-apiserver with etcd on loopback
+if [[ $NO_CLUSTER == 1 ]]; then
+  skip "kube-apiserver checks (--no-cluster)"
+  echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+  if ((FAILED)); then exit 1; fi
+  exit 0
+fi
+
+echo "== kube-apiserver $K8S_VERSION + etcd on 127.0.0.1"
+cluster_up() {
+  local ports etcd_port peer_port api_port
+  mapfile -t ports < <(k8s-testenv ports 3)
+  etcd_port=${ports[0]} peer_port=${ports[1]} api_port=${ports[2]}
+  k8s-testenv pki "$WORK/pki" "https://127.0.0.1:$api_port"
+  cp "$WORK/pki/kubeconfig" "$KUBECONFIG"
+  etcd --name validate --data-dir "$WORK/etcd" \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "validate=http://127.0.0.1:$peer_port" \
+    >"$WORK/etcd.log" 2>&1 &
+  ETCD_PID=$!
+  local i
+  for i in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$etcd_port") 2>/dev/null && break
+    kill -0 "$ETCD_PID" 2>/dev/null || { echo "etcd exited"; tail -n 20 "$WORK/etcd.log"; return 1; }
+    sleep 0.2
+  done
+  kube-apiserver \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
+    --etcd-servers="http://127.0.0.1:$etcd_port" \
+    --tls-cert-file="$WORK/pki/serving.crt" --tls-private-key-file="$WORK/pki/serving.key" \
+    --client-ca-file="$WORK/pki/ca.crt" --token-auth-file="$WORK/pki/tokens.csv" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$WORK/pki/sa.pub" --service-account-signing-key-file="$WORK/pki/sa.key" \
+    --api-audiences=https://kubernetes.default.svc.cluster.local \
+    --authorization-mode=AlwaysAllow --anonymous-auth=false \
+    --enable-admission-plugins=PodSecurity \
+    --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none \
+    --cert-dir="$WORK/apiserver-certs" --profiling=false \
+    >"$WORK/kube-apiserver.log" 2>&1 &
+  API_PID=$!
+  for i in $(seq 240); do
+    if kubectl get --raw=/readyz >/dev/null 2>&1; then
+      echo "ready after $((i / 2))s on https://127.0.0.1:$api_port (etcd 127.0.0.1:$etcd_port)"
+      return 0
+    fi
+    kill -0 "$API_PID" 2>/dev/null || { echo "kube-apiserver exited"; tail -n 30 "$WORK/kube-apiserver.log"; return 1; }
+    sleep 0.5
+  done
+  echo "kube-apiserver not ready after 120s"; tail -n 30 "$WORK/kube-apiserver.log"; return 1
+}
+log=$(newlog cluster)
+if ! cluster_up >"$log" 2>&1; then
+  fail "start etcd + kube-apiserver" "$log"
+  echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+  exit 1
+fi
+pass "start etcd $(etcd --version | sed -n 's/^etcd Version: //p') + kube-apiserver $(kubectl version -o json 2>/dev/null | grep -A8 serverVersion | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p'): $(tail -n 1 "$log")"
+KC=(kubectl --request-timeout=30s)
+# Fail fast, not request by request, if etcd or kube-apiserver dies.
+cluster_alive() {
+  local who
+  for who in ETCD API; do
+    local pid_var=${who}_PID
+    if ! kill -0 "${!pid_var}" 2>/dev/null; then
+      fail "$([[ $who == ETCD ]] && echo etcd || echo kube-apiserver) died during the run" \
+        "$WORK/$([[ $who == ETCD ]] && echo etcd || echo kube-apiserver).log" 20
+      echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+      exit 1
+    fi
+  done
+}
+
+# CRDs for ServiceMonitor and PrometheusRule, from the same module as the schemas.
+if compgen -G "$SCHEMAS/crds/*.yaml" >/dev/null; then
+  check "install CRDs $(cd "$SCHEMAS/crds" && echo *.yaml)" \
+    bash -c "kubectl create -f '$SCHEMAS/crds/' && kubectl wait --for=condition=Established --timeout=60s crd --all" || true
+else
+  skip "prometheus-operator CRDs not available: ServiceMonitor/PrometheusRule cannot be installed"
+fi
+
+# pods FROM_FILE SOURCE: write a Pod per pod template into $WORK/pods/SOURCE.
+declare -a POD_LIST=()
+collect_pods() {
+  local file=$1 src=$2 line log
+  log=$(newlog pods)
+  if ! k8s-testenv pods "$WORK/pods/$src" <"$file" >"$log" 2>&1; then
+    fail "pod templates of $src" "$log"; return
+  fi
+  while IFS= read -r line; do POD_LIST+=("$src"$'\t'"$line"); done <"$log"
+}
+
+# api_warnings LOG: true if the API server sent warnings (unknown or duplicate
+# fields, deprecated APIs, PodSecurity "would violate"); helm only logs them.
+api_warnings() {
+  grep -E 'warnings\.go:[0-9]+\]|^Warning: ' "$1" >"$1.warnings"
+}
+
+# helm install of every value set, each into its own namespace.
+for s in "${SETS[@]}"; do
+  cluster_alive
+  ns=vs-$s vf=$CHART/ci/$s-values.yaml
+  "${KC[@]}" create namespace "$ns" >/dev/null
+  log=$(newlog secrets)
+  secrets=$(k8s-testenv secrets "$CHART/values.yaml" "$vf" 2>"$log") || { fail "$s: read existingSecret names from $vf" "$log"; secrets=''; }
+  while IFS=$'\t' read -r name keys; do
+    [[ -n $name ]] || continue
+    args=()
+    IFS=, read -ra ks <<<"${keys:-}"
+    for k in "${ks[@]}"; do args+=("--from-literal=$k=validate-placeholder-$k"); done
+    ((${#args[@]})) || args=(--from-literal=placeholder=validate)
+    check "$s: pre-create Secret $ns/$name (keys: ${keys:-none named in values})" \
+      "${KC[@]}" create secret generic "$name" -n "$ns" "${args[@]}" || true
+  done <<<"$secrets"
+  hooks=$(k8s-testenv hooks <"$RENDERED/helm-$s.yaml" 2>/dev/null || true)
+  [[ -z $hooks ]] || note "$s: non-test hooks (helm waits for them; Jobs never complete here): $hooks"
+  log=$(newlog install)
+  if helm install plantstore "$CHART" -n "$ns" -f "$vf" --timeout 120s >"$log" 2>&1; then
+    if api_warnings "$log"; then
+      fail "helm install -f ci/$s-values.yaml into $ns: installed, but the API server warned" "$log.warnings"
+    else
+      pass "helm install -f ci/$s-values.yaml into $ns ($(helm get manifest plantstore -n "$ns" | grep -c '^kind:') objects)"
+    fi
+    # A generated Secret (tokens, Redis password) must survive an upgrade.
+    snap() { "${KC[@]}" get secrets -n "$ns" --field-selector type!=helm.sh/release.v1 -o go-template='{{range .items}}{{.metadata.name}} {{range $k, $v := .data}}{{$k}}={{$v}} {{end}}{{"\n"}}{{end}}'; }
+    before=$(snap)
+    log=$(newlog upgrade)
+    if helm upgrade plantstore "$CHART" -n "$ns" -f "$vf" --timeout 120s >"$log" 2>&1; then
+      after=$(snap)
+      if api_warnings "$log"; then
+        fail "helm upgrade -f ci/$s-values.yaml: the API server warned" "$log.warnings"
+      elif [[ $before == "$after" ]]; then
+        pass "helm upgrade -f ci/$s-values.yaml keeps every Secret's data ($(grep -c . <<<"$before") Secrets)"
+      else
+        diff <(echo "$before") <(echo "$after") >"$log" || true
+        fail "helm upgrade -f ci/$s-values.yaml changed Secret data (generated values not kept)" "$log"
+      fi
+    else
+      fail "helm upgrade -f ci/$s-values.yaml" "$log"
+    fi
+  else
+    fail "helm install -f ci/$s-values.yaml into $ns" "$log"
+  fi
+  [[ -s $RENDERED/helm-$s.yaml ]] && collect_pods "$RENDERED/helm-$s.yaml" "helm-$s"
+done
+
+apply_check() {
+  local name=$1 dir=$2 log; shift 2
+  log=$(newlog apply)
+  if "${KC[@]}" apply -k "$dir" "$@" >"$log" 2>&1; then
+    if api_warnings "$log"; then fail "$name: applied, but the API server warned" "$log.warnings"
+    else pass "$name ($(grep -c . "$log") objects)"; fi
+  else
+    fail "$name" "$log"
+  fi
+}
+
+# kubectl apply -k of every overlay, each into its own namespace unless the
+# overlay sets one itself.
+for o in "${OVLS[@]}"; do
+  cluster_alive
+  d=$OVERLAYS/$o
+  [[ -s $RENDERED/kustomize-$o.yaml ]] || continue
+  mapfile -t nss < <(k8s-testenv namespaces <"$RENDERED/kustomize-$o.yaml")
+  if ((${#nss[@]})); then
+    for n in "${nss[@]}"; do
+      "${KC[@]}" get namespace "$n" >/dev/null 2>&1 || "${KC[@]}" create namespace "$n" >/dev/null
+    done
+    apply_check "kubectl apply -k $d (namespace ${nss[*]} from the overlay)" "$d"
+  else
+    "${KC[@]}" create namespace "ovl-$o" >/dev/null
+    apply_check "kubectl apply -k $d -n ovl-$o" "$d" -n "ovl-$o"
+  fi
+  collect_pods "$RENDERED/kustomize-$o.yaml" "kustomize-$o"
+done
+
+# Every pod template, as a Pod, in a namespace enforcing restricted:latest.
+cluster_alive
+PSA=psa-restricted
+"${KC[@]}" create namespace "$PSA" >/dev/null
+"${KC[@]}" label namespace "$PSA" \
+  pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest \
+  pod-security.kubernetes.io/warn=restricted pod-security.kubernetes.io/warn-version=latest >/dev/null
+# No controller-manager: create the ServiceAccounts the pods name (and "default").
+declare -A SAS=([default]=1)
+for p in "${POD_LIST[@]}"; do SAS[${p##*$'\t'}]=1; done
+for sa in "${!SAS[@]}"; do "${KC[@]}" create serviceaccount "$sa" -n "$PSA" >/dev/null; done
+((${#POD_LIST[@]})) || fail "no pod templates found to check against Pod Security"
+for p in "${POD_LIST[@]}"; do
+  cluster_alive
+  IFS=$'\t' read -r src file what _ <<<"$p"
+  log=$(newlog psa)
+  if "${KC[@]}" create --dry-run=server -n "$PSA" -f "$file" >"$log" 2>&1; then
+    if grep -qi 'PodSecurity' "$log"; then
+      fail "$src $what: Pod admitted but with a PodSecurity warning" "$log"
+    else
+      pass "$src $what: Pod admitted under restricted:latest"
+      grep -i '^warning' "$log" | sed 's/^/      /' || true
+    fi
+  else
+    fail "$src $what: Pod not admitted in the namespace enforcing restricted:latest" "$log"
+  fi
+done
+
+echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+if ((FAILED)); then exit 1; fi
+exit 0
