@@ -110,9 +110,10 @@ func chain(b *testing.B, repo store.Backend, mode telemetryMode, sinkURL string)
 		b.Fatal(err)
 	}
 	reg := telemetry.NewRegistry(version.Get())
-	// The production JSON encoder, writing to nowhere, sampling nothing away.
+	// The production JSON encoder with callers, writing to nowhere,
+	// sampling nothing away.
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
-		zapcore.AddSync(io.Discard), zap.InfoLevel))
+		zapcore.AddSync(io.Discard), zap.InfoLevel), zap.AddCaller())
 	instrumented, err := store.Instrument(repo, reg)
 	if err != nil {
 		b.Fatal(err)

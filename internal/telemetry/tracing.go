@@ -3,8 +3,10 @@ package telemetry
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"strings"
 
@@ -100,7 +102,8 @@ func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
 		return nil, fmt.Errorf("building the trace resource: %w", err)
 	}
 	// The sampler comes from OTEL_TRACES_SAMPLER; the SDK reads it itself.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res),
+		sdktrace.WithIDGenerator(idGenerator{}))
 	t.Provider, t.Exporting, t.shutdown = tp, true, tp.Shutdown
 	return t, nil
 }
@@ -111,4 +114,31 @@ func instanceID() string {
 	_, _ = rand.Read(b)
 	host, _ := os.Hostname()
 	return host + "-" + hex.EncodeToString(b)
+}
+
+// idGenerator makes trace and span ids from math/rand/v2's per-thread
+// generator. The SDK's default draws them under a mutex from one shared
+// source, which every request contends for. Ids need to be unique, not
+// unguessable.
+type idGenerator struct{}
+
+func (idGenerator) NewIDs(context.Context) (trace.TraceID, trace.SpanID) {
+	var tid trace.TraceID
+	var sid trace.SpanID
+	for !tid.IsValid() {
+		binary.LittleEndian.PutUint64(tid[:8], mrand.Uint64())
+		binary.LittleEndian.PutUint64(tid[8:], mrand.Uint64())
+	}
+	for !sid.IsValid() {
+		binary.LittleEndian.PutUint64(sid[:], mrand.Uint64())
+	}
+	return tid, sid
+}
+
+func (idGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		binary.LittleEndian.PutUint64(sid[:], mrand.Uint64())
+	}
+	return sid
 }
