@@ -11,14 +11,20 @@ FUZZTIME  ?= 60s
 BENCHTIME ?= 20000x
 BENCHCOUNT ?= 6
 BENCH_FLAGS ?=
+NAMESPACE  ?= plantstore
+IMAGE_REPO ?= ghcr.io/plantstore/plantstore
+IMAGE_TAG  ?= $(VERSION)
+HELM_FLAGS ?=
+# helm from PATH, else built from tools/k8s/go.mod.
+HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=tools/k8s/go.mod helm")
 # Flags for `make run`, e.g. make run RUN_FLAGS='--redis-addr 127.0.0.1:6379'.
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-go test-monitoring bench bench-chain bench-load bench-short lint image-lint image k8s-validate fmt fuzz redis-server clean
+.PHONY: help build run test test-go test-monitoring bench bench-chain bench-load bench-short lint image-lint image chart-lint deploy k8s-validate fmt fuzz redis-server clean
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build the release binary into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/plantstore
@@ -62,6 +68,15 @@ image-lint: ## lint the Dockerfile offline with BuildKit's rules; check its stru
 image: ## build the runtime image without a daemon into bin/plantstore-image.tar and verify it
 	VERSION=$(VERSION) REVISION=$(REVISION) tools/image/build.sh
 	EXPECT_VERSION=$(VERSION) EXPECT_REVISION=$(REVISION) tools/image/verify.sh
+
+chart-lint: ## helm lint --strict and strict schema validation of every value set and overlay (no cluster; quick)
+	tools/k8s/validate.sh --no-cluster
+
+# make deploy NAMESPACE=plantstore IMAGE_REPO=registry.example/plantstore IMAGE_TAG=1.0.0 [HELM_FLAGS='-f my-values.yaml']
+deploy: ## helm upgrade --install into the current kube context
+	$(HELM) upgrade --install plantstore charts/plantstore --namespace $(NAMESPACE) --create-namespace \
+	  --set image.repository=$(IMAGE_REPO) --set image.tag=$(IMAGE_TAG) --wait $(HELM_FLAGS)
+	$(HELM) test plantstore --namespace $(NAMESPACE) --logs
 
 k8s-validate: ## chart and manifests: helm lint, strict schemas (k8s 1.31, offline), a real kube-apiserver, restricted PSS
 	tools/k8s/validate.sh
