@@ -2,7 +2,6 @@ package apierror_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/apierror"
+	"github.com/plantstore/plantstore/internal/apierror/apierrortest"
 )
 
 // allCodes lists every defined code with the status it must be sent with.
@@ -66,28 +66,6 @@ func TestCodeValuesAndStatus(t *testing.T) {
 			seen[c.code] = c.name
 		})
 	}
-}
-
-// errorBody decodes an Error body strictly: exactly the two fields, each of
-// the right JSON type.
-func errorBody(t *testing.T, body []byte) (int32, string) {
-	t.Helper()
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		t.Fatalf("body %q is not a JSON object: %v", body, err)
-	}
-	if len(fields) != 2 || fields["error"] == nil || fields["message"] == nil {
-		t.Fatalf("body %q must have exactly the fields error and message", body)
-	}
-	var code int32
-	if err := json.Unmarshal(fields["error"], &code); err != nil {
-		t.Fatalf("error %s is not an int32: %v", fields["error"], err)
-	}
-	var msg string
-	if err := json.Unmarshal(fields["message"], &msg); err != nil {
-		t.Fatalf("message %s is not a string: %v", fields["message"], err)
-	}
-	return code, msg
 }
 
 func TestWrite(t *testing.T) {
@@ -169,7 +147,7 @@ func TestWrite(t *testing.T) {
 			if got := rec.Header().Get("Cache-Control"); got != "no-store" {
 				t.Errorf("Cache-Control = %q, want no-store", got)
 			}
-			code, msg := errorBody(t, body)
+			code, msg := apierrortest.Decode(t, body)
 			if code != int32(tt.err.Code) {
 				t.Errorf("error = %d, want %d", code, tt.err.Code)
 			}
@@ -193,7 +171,7 @@ func TestWriteEveryCode(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 				t.Errorf("%s: Content-Type = %q", c.name, ct)
 			}
-			code, msg := errorBody(t, rec.Body.Bytes())
+			code, msg := apierrortest.Decode(t, rec.Body.Bytes())
 			if code != c.value {
 				t.Errorf("%s: error = %d, want %d", c.name, code, c.value)
 			}
@@ -256,7 +234,7 @@ func TestWriteJSONUnencodable(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q", ct)
 			}
-			code, msg := errorBody(t, rec.Body.Bytes())
+			code, msg := apierrortest.Decode(t, rec.Body.Bytes())
 			if code != int32(apierror.Internal) || msg != "internal error" {
 				t.Errorf("body = %d %q, want 50001 \"internal error\"", code, msg)
 			}

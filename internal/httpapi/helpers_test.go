@@ -17,6 +17,7 @@ import (
 
 	"github.com/plantstore/plantstore/api"
 	"github.com/plantstore/plantstore/internal/apierror"
+	"github.com/plantstore/plantstore/internal/apierror/apierrortest"
 	"github.com/plantstore/plantstore/internal/httpapi"
 	"github.com/plantstore/plantstore/internal/plant"
 )
@@ -129,21 +130,7 @@ func checkError(t *testing.T, status int, header http.Header, body []byte, wantS
 	if ct := header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		t.Fatalf("body %q is not a JSON object: %v", body, err)
-	}
-	if len(fields) != 2 || fields["error"] == nil || fields["message"] == nil {
-		t.Fatalf("body %s must have exactly the fields error and message", body)
-	}
-	var code int32
-	if err := json.Unmarshal(fields["error"], &code); err != nil {
-		t.Fatalf("error %s is not an int32: %v", fields["error"], err)
-	}
-	var msg string
-	if err := json.Unmarshal(fields["message"], &msg); err != nil {
-		t.Fatalf("message %s is not a string: %v", fields["message"], err)
-	}
+	code, msg := apierrortest.Decode(t, body)
 	if code != int32(wantCode) {
 		t.Errorf("error = %d, want %d (message %q)", code, wantCode, msg)
 	}
