@@ -30,13 +30,20 @@ type telemetryMode struct {
 	// sampler is OTEL_TRACES_SAMPLER(_ARG); empty means no tracing at all.
 	sampler, samplerArg string
 	on                  bool
+	// logSampling applies the service's default log sampling (per second,
+	// the first 100 lines of a kind, then every 100th); off, every access
+	// line is written.
+	logSampling bool
 }
 
 var modes = []telemetryMode{
 	{name: "off"},
-	// What the chart deploys: metrics, every access line, traces sampled
-	// at 10% and exported over OTLP/HTTP to a local sink.
+	// Metrics, every access line, traces sampled at 10% (the chart's
+	// default) and exported over OTLP/HTTP to a local sink.
 	{name: "on", on: true, sampler: "parentbased_traceidratio", samplerArg: "0.1"},
+	// The same with the service's default log sampling: what the chart
+	// deploys.
+	{name: "defaults", on: true, sampler: "parentbased_traceidratio", samplerArg: "0.1", logSampling: true},
 	// Every request traced.
 	{name: "all-sampled", on: true, sampler: "parentbased_always_on"},
 }
@@ -110,10 +117,15 @@ func chain(b *testing.B, repo store.Backend, mode telemetryMode, sinkURL string)
 		b.Fatal(err)
 	}
 	reg := telemetry.NewRegistry(version.Get())
-	// The production JSON encoder with callers, writing to nowhere,
-	// sampling nothing away.
-	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()),
-		zapcore.AddSync(io.Discard), zap.InfoLevel), zap.AddCaller())
+	// The production logger, writing to nowhere.
+	logOpts := telemetry.LogOptions{Level: "info", Format: "json"}
+	if mode.logSampling {
+		logOpts.SamplingInitial, logOpts.SamplingThereafter = 100, 100
+	}
+	log, err := telemetry.NewLoggerTo(logOpts, zapcore.AddSync(io.Discard))
+	if err != nil {
+		b.Fatal(err)
+	}
 	instrumented, err := store.Instrument(repo, reg)
 	if err != nil {
 		b.Fatal(err)

@@ -3,6 +3,8 @@ package telemetry
 
 import (
 	"fmt"
+	"os"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -24,27 +26,34 @@ type LogOptions struct {
 // NewLogger returns a JSON logger for production, or a coloured console
 // logger for development. Both write to stderr.
 func NewLogger(o LogOptions) (*zap.Logger, error) {
+	return NewLoggerTo(o, zapcore.Lock(os.Stderr))
+}
+
+// NewLoggerTo is NewLogger writing to out (benchmarks send it nowhere).
+func NewLoggerTo(o LogOptions, out zapcore.WriteSyncer) (*zap.Logger, error) {
 	level, err := zapcore.ParseLevel(o.Level)
 	if err != nil {
 		return nil, fmt.Errorf("log level %q: %w", o.Level, err)
 	}
-	var cfg zap.Config
+	var enc zapcore.Encoder
+	opts := []zap.Option{zap.AddCaller(), zap.ErrorOutput(zapcore.Lock(os.Stderr))}
 	switch o.Format {
 	case "console":
-		cfg = zap.NewDevelopmentConfig()
-		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalColorLevelEncoder
-		cfg.DisableStacktrace = true // warnings are not bugs
+		cfg := zap.NewDevelopmentEncoderConfig()
+		cfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc = zapcore.NewConsoleEncoder(cfg) // no stack traces: warnings are not bugs
 	case "json":
-		cfg = zap.NewProductionConfig()
-		cfg.EncoderConfig.TimeKey = "time"
-		cfg.EncoderConfig.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+		cfg := zap.NewProductionEncoderConfig()
+		cfg.TimeKey = "time"
+		cfg.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+		enc = zapcore.NewJSONEncoder(cfg)
+		opts = append(opts, zap.AddStacktrace(zapcore.ErrorLevel))
 	default:
 		return nil, fmt.Errorf("log format %q: want json or console", o.Format)
 	}
-	cfg.Level = zap.NewAtomicLevelAt(level)
-	cfg.Sampling = nil
+	core := zapcore.NewCore(enc, out, zap.NewAtomicLevelAt(level))
 	if o.SamplingInitial > 0 {
-		cfg.Sampling = &zap.SamplingConfig{Initial: o.SamplingInitial, Thereafter: max(o.SamplingThereafter, 1)}
+		core = zapcore.NewSamplerWithOptions(core, time.Second, o.SamplingInitial, max(o.SamplingThereafter, 1))
 	}
-	return cfg.Build()
+	return zap.New(core, opts...), nil
 }
