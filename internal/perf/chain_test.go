@@ -1,10 +1,14 @@
 package perf
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -208,13 +212,51 @@ func (w *discardWriter) reset() {
 	w.status = 0
 }
 
-// otlpSink is a local OTLP/HTTP endpoint that reads and drops every export.
-func otlpSink(b *testing.B) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// sinkEnv makes the test binary serve as the OTLP sink (see TestMain).
+const sinkEnv = "PLANTSTORE_PERF_OTLP_SINK"
+
+// TestMain lets the test binary double as the OTLP sink: in its own process,
+// so that what the collector would spend receiving spans is not counted as
+// the service's CPU.
+func TestMain(m *testing.M) {
+	if os.Getenv(sinkEnv) == "1" {
+		serveSink()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// serveSink reads and drops every export until killed, after printing its URL.
+func serveSink() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("http://" + ln.Addr().String())
+	_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.WriteHeader(http.StatusOK)
 	}))
-	b.Cleanup(srv.Close)
-	return srv.URL
+}
+
+// otlpSink starts the sink process and returns its URL.
+func otlpSink(b *testing.B) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), sinkEnv+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatalf("the OTLP sink did not start: %v", err)
+	}
+	return strings.TrimSpace(url)
 }
