@@ -24,13 +24,9 @@ func exec_(name string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// TestConcurrentDistinctCreates: 1,000 concurrent creates with distinct ids
-// all answer 200 and are all in Redis.
-func TestConcurrentDistinctCreates(t *testing.T) {
-	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr})
-	const n = 1000
-	statuses := make([]int, n)
+// concurrently runs f(0) to f(n-1) in n goroutines released together, so
+// that the requests really overlap, and waits for all of them.
+func concurrently(n int, f func(i int)) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range n {
@@ -38,11 +34,23 @@ func TestConcurrentDistinctCreates(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			statuses[i] = s.post(t, fmt.Sprintf(`{"id": %d, "name": "plant %d"}`, 100000+i, i)).Status
+			f(i)
 		}()
 	}
 	close(start)
 	wg.Wait()
+}
+
+// TestConcurrentDistinctCreates: 1,000 concurrent creates with distinct ids
+// all answer 200 and are all in Redis.
+func TestConcurrentDistinctCreates(t *testing.T) {
+	redis := redistest.Start(t)
+	s := startService(t, options{redisAddr: redis.Addr})
+	const n = 1000
+	statuses := make([]int, n)
+	concurrently(n, func(i int) {
+		statuses[i] = s.post(t, fmt.Sprintf(`{"id": %d, "name": "plant %d"}`, 100000+i, i)).Status
+	})
 	for i, st := range statuses {
 		if st != 200 {
 			t.Fatalf("create %d answered %d", i, st)
@@ -74,18 +82,7 @@ func TestConcurrentSameID(t *testing.T) {
 	}
 	const n = 32
 	replies := make([]reply, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			replies[i] = s.post(t, bodies[i%len(bodies)])
-		}()
-	}
-	close(start)
-	wg.Wait()
+	concurrently(n, func(i int) { replies[i] = s.post(t, bodies[i%len(bodies)]) })
 
 	stored, err := redis.Client().Get(t.Context(), "plantstore:plant:{7}").Result()
 	if err != nil {

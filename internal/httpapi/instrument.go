@@ -81,8 +81,9 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 		in.inFlight.Inc()
 		defer in.inFlight.Dec()
 
+		method := methodLabel(r.Method)
 		ctx := in.propagator.Extract(r.Context(), headerCarrier(r.Header))
-		ctx, span := tracer.Start(ctx, methodLabel(r.Method), trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		info := &requestInfo{route: RouteUnmatched, id: requestID(r.Header.Get("X-Request-ID"))}
 		w.Header()["X-Request-Id"] = []string{info.id} // canonical key: no per-request canonicalisation
@@ -90,7 +91,6 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, requestInfoKey{}, info)))
 		elapsed := time.Since(start)
 
-		method := methodLabel(r.Method)
 		sc := span.SpanContext()
 		if span.IsRecording() {
 			annotate(span, r, method, info.route, rec)

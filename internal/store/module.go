@@ -54,12 +54,15 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 	if err := reg.Register(NewPoolCollector(client.PoolStats)); err != nil {
 		return nil, err
 	}
+	// Read the mode off the client go-redis chose rather than restate its rule.
 	mode := "single node"
-	switch {
-	case o.MasterName != "":
-		mode = "sentinel"
-	case o.Cluster || len(o.Addrs) > 1:
+	switch client.(type) {
+	case *redis.ClusterClient:
 		mode = "cluster"
+	case *redis.Client:
+		if o.MasterName != "" {
+			mode = "sentinel" // go-redis's failover client is a *redis.Client
+		}
 	}
 	log.Info("using redis", zap.Strings("addrs", o.Addrs), zap.String("mode", mode), zap.Bool("tls", o.TLS))
 	return Instrument(NewRedis(client, o.KeyPrefix), reg)

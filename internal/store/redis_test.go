@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/store"
@@ -97,5 +99,38 @@ func TestRedisErrorReplyIsNotUnavailability(t *testing.T) {
 	_, _, err := r.Create(ctx, plant.Plant{ID: 5, Name: "x"})
 	if err == nil || errors.Is(err, plant.ErrUnavailable) {
 		t.Fatalf("Create over a list key: %v, want a non-unavailable error", err)
+	}
+}
+
+// TestNewRedisClientModes checks which client the options select: one
+// address a single node, several (or --redis-cluster) a Cluster, a master
+// name Sentinel; and that TLS options are checked.
+func TestNewRedisClientModes(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		o       store.RedisOptions
+		cluster bool
+	}{
+		{"single", store.RedisOptions{Addrs: []string{"127.0.0.1:1"}}, false},
+		{"cluster by addresses", store.RedisOptions{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}}, true},
+		{"cluster by flag", store.RedisOptions{Addrs: []string{"127.0.0.1:1"}, Cluster: true}, true},
+		{"sentinel", store.RedisOptions{Addrs: []string{"127.0.0.1:1", "127.0.0.1:2"}, MasterName: "m"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := store.NewRedisClient(tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, isCluster := c.(*redis.ClusterClient); isCluster != tc.cluster {
+				t.Fatalf("%T: cluster = %v, want %v", c, isCluster, tc.cluster)
+			}
+		})
+	}
+	if _, err := store.NewRedisClient(store.RedisOptions{}); err == nil {
+		t.Fatal("no address accepted")
+	}
+	if _, err := store.NewRedisClient(store.RedisOptions{Addrs: []string{"x:1"}, TLS: true, TLSCAFile: t.TempDir() + "/none"}); err == nil {
+		t.Fatal("a missing TLS CA file accepted")
 	}
 }
