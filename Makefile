@@ -7,7 +7,8 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X $(PKG)/internal/version.Version=$(VERSION) -X $(PKG)/internal/version.Revision=$(REVISION)
 TOOL      := $(GO) tool -modfile=tools/go.mod
-FUZZTIME  ?= 60s
+# Inputs (or a duration such as 60s) per fuzz target: make fuzz runs 10 million each.
+FUZZTIME  ?= 10000000x
 BENCHTIME ?= 20000x
 BENCHCOUNT ?= 6
 BENCH_FLAGS ?=
@@ -21,7 +22,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-go test-monitoring bench bench-chain bench-load bench-short lint image-lint image chart-lint deploy k8s-validate fmt fuzz redis-server clean
+.PHONY: help build run test test-go test-monitoring bench bench-chain bench-load bench-short chaos chaos-short soak lint image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -84,13 +85,36 @@ k8s-validate: ## chart and manifests: helm lint, strict schemas (k8s 1.31, offli
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
 
-fuzz: ## run every fuzz target for FUZZTIME each (default 60s)
+fuzz: ## run every fuzz target for FUZZTIME each (default 10 million inputs)
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "== $$pkg $$target ($(FUZZTIME))"; \
 	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+fuzz-short: ## CI: every fuzz target for 15 seconds
+	$(MAKE) fuzz FUZZTIME=15s
+
+# Fault, load and hostile-input scenarios against real redis-server and
+# plantstore processes on loopback. Each scenario prints one "CHAOS" line of
+# figures; make test runs the bounded variant of every one.
+chaos: redis-server ## every fault, load and hostile-input scenario at full length, a line of figures each
+	@mkdir -p bin
+	@PLANTSTORE_CHAOS=full $(GO) test -count=1 -v -timeout 60m -run '^TestChaos' ./... > bin/chaos.log 2>&1; rc=$$?; \
+	  grep -E '^(--- FAIL|FAIL|panic)' bin/chaos.log || true; \
+	  echo "== chaos (log: bin/chaos.log)"; grep -h '^CHAOS ' bin/chaos.log; exit $$rc
+
+chaos-short: redis-server ## the bounded variant of every chaos scenario (what CI runs), a line of figures each
+	@mkdir -p bin
+	@$(GO) test -count=1 -v -timeout 30m -run '^TestChaos' ./... > bin/chaos-short.log 2>&1; rc=$$?; \
+	  grep -E '^(--- FAIL|FAIL|panic)' bin/chaos-short.log || true; \
+	  echo "== chaos, bounded (log: bin/chaos-short.log)"; grep -h '^CHAOS ' bin/chaos-short.log; exit $$rc
+
+soak: redis-server ## 10 minutes of mixed traffic: memory, goroutines and file descriptors flat, no errors (not in CI)
+	@mkdir -p bin
+	@PLANTSTORE_SOAK=10m $(GO) test -count=1 -v -timeout 30m -run '^TestChaosSoak$$' ./internal/chaos/ > bin/soak.log 2>&1; rc=$$?; \
+	  grep -E '^(--- FAIL|FAIL|panic)' bin/soak.log || true; grep -h '^CHAOS ' bin/soak.log; exit $$rc
 
 # The integration and end-to-end tests start real redis-server processes;
 # install Debian's package when it is missing (root, or sudo without a password).
