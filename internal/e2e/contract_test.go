@@ -13,7 +13,7 @@ import (
 // Redis, checking status, headers and body shape as a client sees them.
 func TestContract(t *testing.T) {
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr})
+	s := startService(t, options{RedisAddr: redis.Addr})
 	long := func(n int) string { return strings.Repeat("é", n) }
 
 	type check struct {
@@ -93,7 +93,7 @@ func TestContract(t *testing.T) {
 			if path == "" {
 				path = "/plants"
 			}
-			r := s.do(t, method, path, c.body, c.header)
+			r := s.Do(t, method, path, c.body, c.header)
 			if r.Status != c.status {
 				t.Fatalf("status %d, want %d; body %s", r.Status, c.status, r.Body)
 			}
@@ -111,7 +111,7 @@ func TestContract(t *testing.T) {
 				}
 				return
 			}
-			if code := r.errorCode(t); code != c.code {
+			if code := r.ErrorCode(t); code != c.code {
 				t.Errorf("error code %d, want %d: %s", code, c.code, r.Body)
 			}
 		})
@@ -138,7 +138,7 @@ func TestContract(t *testing.T) {
 	})
 
 	t.Run("OpenAPI document is public", func(t *testing.T) {
-		r := s.do(t, http.MethodGet, "/openapi.yaml", "", map[string]string{"Authorization": ""})
+		r := s.Do(t, http.MethodGet, "/openapi.yaml", "", map[string]string{"Authorization": ""})
 		if r.Status != 200 || r.Header.Get("Content-Type") != "application/yaml" {
 			t.Fatalf("GET /openapi.yaml = %d %q", r.Status, r.Header.Get("Content-Type"))
 		}
@@ -157,14 +157,14 @@ func TestContract(t *testing.T) {
 			if resp.StatusCode != 200 {
 				t.Errorf("admin %s = %d", p, resp.StatusCode)
 			}
-			if r := s.do(t, http.MethodGet, p, "", nil); r.Status != 404 {
+			if r := s.Do(t, http.MethodGet, p, "", nil); r.Status != 404 {
 				t.Errorf("API %s = %d, want 404", p, r.Status)
 			}
 		}
 	})
 
 	t.Run("oversized headers are refused", func(t *testing.T) {
-		r := s.do(t, http.MethodPost, "/plants", `{"id": 9, "name": "x"}`, map[string]string{"X-Big": strings.Repeat("a", 64<<10)})
+		r := s.Do(t, http.MethodPost, "/plants", `{"id": 9, "name": "x"}`, map[string]string{"X-Big": strings.Repeat("a", 64<<10)})
 		if r.Status != http.StatusRequestHeaderFieldsTooLarge {
 			t.Fatalf("status %d, want 431", r.Status)
 		}
@@ -175,14 +175,14 @@ func TestContract(t *testing.T) {
 // reaches the logs, whatever happens to the request.
 func TestTokensNeverLogged(t *testing.T) {
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr, extra: []string{"--log-level", "debug"}})
-	s.post(t, `{"id": 1, "name": "x"}`)
-	s.post(t, `{"id": 1, "name": "y"}`)
-	s.do(t, http.MethodPost, "/plants", `{}`, map[string]string{"Authorization": "Bearer secret-wrong-token"})
+	s := startService(t, options{RedisAddr: redis.Addr, Extra: []string{"--log-level", "debug"}})
+	s.Post(t, `{"id": 1, "name": "x"}`)
+	s.Post(t, `{"id": 1, "name": "y"}`)
+	s.Do(t, http.MethodPost, "/plants", `{}`, map[string]string{"Authorization": "Bearer secret-wrong-token"})
 	redis.Stop()
-	s.post(t, `{"id": 2, "name": "z"}`)
-	s.signal(t, 15, defaultExitWait)
-	for _, line := range s.logs.All() {
+	s.Post(t, `{"id": 2, "name": "z"}`)
+	s.Signal(t, 15, defaultExitWait)
+	for _, line := range s.Logs.All() {
 		if strings.Contains(line, s.Token) || strings.Contains(line, "secret-wrong-token") {
 			t.Fatalf("a token reached the log: %s", line)
 		}
@@ -197,7 +197,7 @@ func TestBusyPortFailsStartup(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, err = launch(t, options{extra: []string{"--http-addr", l.Addr().String()}})
+	_, err = launch(t, options{Extra: []string{"--http-addr", l.Addr().String()}})
 	if err == nil {
 		t.Fatal("plantstore started on a busy port")
 	}
@@ -208,7 +208,7 @@ func TestBusyPortFailsStartup(t *testing.T) {
 
 // TestRefusesToStartWithoutTokens checks the contract's operator rule.
 func TestRefusesToStartWithoutTokens(t *testing.T) {
-	_, err := launch(t, options{noTokens: true})
+	_, err := launch(t, options{NoTokens: true})
 	if err == nil || !strings.Contains(err.Error(), "--auth-tokens-file") || !strings.Contains(err.Error(), "--dev") {
 		t.Fatalf("want a refusal that says how to configure tokens, got:\n%v", err)
 	}
@@ -217,8 +217,8 @@ func TestRefusesToStartWithoutTokens(t *testing.T) {
 // TestDevModePrintsAWorkingToken is what `make run` promises: a token and a
 // curl line that stores a plant, on the embedded store.
 func TestDevModePrintsAWorkingToken(t *testing.T) {
-	s := startService(t, options{dev: true})
-	logs := s.logs.String()
+	s := startService(t, options{Dev: true})
+	logs := s.Logs.String()
 	if !strings.Contains(logs, "curl -i -X POST "+s.API+"/plants -H 'Authorization: Bearer "+s.Token+"'") {
 		t.Fatalf("no curl line with the token and address:\n%s", logs)
 	}
@@ -226,7 +226,7 @@ func TestDevModePrintsAWorkingToken(t *testing.T) {
 		t.Fatalf("the embedded store was not announced as not durable:\n%s", logs)
 	}
 	// The body of the printed curl line.
-	r := s.post(t, `{"id": 1, "name": "Monstera", "tag": "tropical"}`)
+	r := s.Post(t, `{"id": 1, "name": "Monstera", "tag": "tropical"}`)
 	if r.Status != 200 || strings.TrimSpace(string(r.Body)) != `{"name":"Monstera","tag":"tropical"}` {
 		t.Fatalf("the printed token did not create a plant: %d %s", r.Status, r.Body)
 	}

@@ -54,11 +54,11 @@ func withRequestID(lines []logLine, id string) []logLine {
 }
 
 // waitLog polls the log until match accepts it and returns its lines.
-func (s *service) waitLog(t *testing.T, within time.Duration, what string, match func([]logLine) bool) []string {
+func waitLog(t *testing.T, s *service, within time.Duration, what string, match func([]logLine) bool) []string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		lines := s.logs.All()
+		lines := s.Logs.All()
 		if match(jsonLines(lines)) {
 			return lines
 		}
@@ -96,7 +96,7 @@ type logCase struct {
 func TestAccessLog(t *testing.T) {
 	rec := newOTLPReceiver(t)
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr, env: rec.env(), extra: []string{"--log-sampling-initial", "0"}})
+	s := startService(t, options{RedisAddr: redis.Addr, Env: rec.env(), Extra: []string{"--log-sampling-initial", "0"}})
 
 	noAuth := map[string]string{"Authorization": ""}
 	cases := []*logCase{
@@ -141,7 +141,7 @@ func TestAccessLog(t *testing.T) {
 		c.traceID, c.parentSpan = traceID, parentSpan
 		h["traceparent"] = traceparent
 		h["baggage"] = "tenant=t1"
-		r := s.do(t, c.method, c.path, c.body, h)
+		r := s.Do(t, c.method, c.path, c.body, h)
 		if r.Status != c.status {
 			t.Fatalf("%s: status %d, want %d: %s", c.name, r.Status, c.status, r.Body)
 		}
@@ -169,7 +169,7 @@ func TestAccessLog(t *testing.T) {
 	// Every line of these requests is written before its access line, so once
 	// the last access line is in, the log of the 2xx and 4xx phase is complete.
 	last := cases[len(cases)-1].echoed
-	before := jsonLines(s.waitLog(t, 10*time.Second, "the last access line", func(lines []logLine) bool {
+	before := jsonLines(waitLog(t, s, 10*time.Second, "the last access line", func(lines []logLine) bool {
 		return len(withRequestID(lines, last)) > 0
 	}))
 	t.Run("no warn or error lines for 2xx and 4xx", func(t *testing.T) {
@@ -192,10 +192,10 @@ func TestAccessLog(t *testing.T) {
 	unavailable := &logCase{name: "store unavailable", body: `{"id": 3, "name": "Fern"}`, status: 503, route: "/plants", requestID: "req-503", keepID: true}
 	send(unavailable)
 	cases = append(cases, unavailable)
-	if code := s.signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.logs)
+	if code := s.Signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.Logs)
 	}
-	all := jsonLines(s.logs.All())
+	all := jsonLines(s.Logs.All())
 
 	var access int
 	for _, l := range all {
@@ -263,7 +263,7 @@ func TestAccessLog(t *testing.T) {
 				}
 			}
 			if cause == nil {
-				t.Fatalf("the 503 has no line from the api logger with its request_id:\n%s", s.logs)
+				t.Fatalf("the 503 has no line from the api logger with its request_id:\n%s", s.Logs)
 			}
 			for k, want := range map[string]string{"logger": "api", "level": "warn", "trace_id": c.traceID, "span_id": spanID} {
 				if got := cause.str(k); got != want {
@@ -281,8 +281,8 @@ func TestAccessLog(t *testing.T) {
 func TestTokensNeverInTelemetry(t *testing.T) {
 	rec := newOTLPReceiver(t)
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr, env: rec.env(),
-		extra: []string{"--log-level", "debug", "--log-sampling-initial", "0"}})
+	s := startService(t, options{RedisAddr: redis.Addr, Env: rec.env(),
+		Extra: []string{"--log-level", "debug", "--log-sampling-initial", "0"}})
 
 	wrong := "wrong-token-" + randomHex(t, 12)
 	malformed := "malformed" + randomHex(t, 12)
@@ -311,21 +311,21 @@ func TestTokensNeverInTelemetry(t *testing.T) {
 	}
 	for i, r := range reqs {
 		_, _, traceparent := newTraceparent(t)
-		got := s.do(t, r.method, r.path, r.body, map[string]string{"Authorization": r.auth, "traceparent": traceparent})
+		got := s.Do(t, r.method, r.path, r.body, map[string]string{"Authorization": r.auth, "traceparent": traceparent})
 		if got.Status != r.status {
 			t.Fatalf("request %d (%s %s): status %d, want %d: %s", i, r.method, r.path, got.Status, r.status, got.Body)
 		}
 	}
 	redis.Stop()
-	if got := s.post(t, `{"id": 4, "name": "x"}`); got.Status != 503 {
+	if got := s.Post(t, `{"id": 4, "name": "x"}`); got.Status != 503 {
 		t.Fatalf("create with Redis down: %d %s", got.Status, got.Body)
 	}
-	metrics := s.scrape(t, openMetrics)
-	if code := s.signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.logs)
+	metrics := s.Scrape(t, openMetrics)
+	if code := s.Signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.Logs)
 	}
 
-	lines := s.logs.All()
+	lines := s.Logs.All()
 	var debug bool
 	for _, l := range jsonLines(lines) {
 		debug = debug || l.str("level") == "debug"

@@ -14,8 +14,6 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/plantstore/plantstore/internal/redistest"
 )
@@ -29,47 +27,6 @@ const (
 // durationBuckets are the classic bucket bounds every latency histogram must
 // have: 100µs to 10s, with the SLO thresholds 0.1s and 0.25s among them.
 var durationBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
-
-// scrape fetches the admin /metrics with the given Accept header and checks
-// it was answered in that format.
-func (s *service) scrape(t testing.TB, accept string) string {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.Admin+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", accept)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("scraping /metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics answered %d: %s", resp.StatusCode, b)
-	}
-	// The format asked for, not a fallback.
-	want, _, _ := strings.Cut(accept, ";")
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, want) {
-		t.Fatalf("/metrics with Accept %q answered Content-Type %q", accept, ct)
-	}
-	return string(b)
-}
-
-// metrics scrapes the Prometheus text format and parses it.
-func (s *service) metrics(t testing.TB) (map[string]*dto.MetricFamily, string) {
-	t.Helper()
-	text := s.scrape(t, "text/plain")
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := p.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		t.Fatalf("/metrics is not valid text exposition: %v\n%s", err, text)
-	}
-	return families, text
-}
 
 func labelsOf(m *dto.Metric) map[string]string {
 	out := make(map[string]string, len(m.GetLabel()))
@@ -197,7 +154,7 @@ func checkConventions(t testing.TB, families map[string]*dto.MetricFamily) {
 // binary on real Redis and checks the exact counts /metrics reports.
 func TestMetricsCountEveryOutcome(t *testing.T) {
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr})
+	s := startService(t, options{RedisAddr: redis.Addr})
 
 	expect := func(r reply, status int) {
 		t.Helper()
@@ -206,28 +163,28 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 		}
 	}
 	for i := 1; i <= 3; i++ {
-		expect(s.post(t, fmt.Sprintf(`{"id": %d, "name": "plant %d"}`, i, i)), 200)
+		expect(s.Post(t, fmt.Sprintf(`{"id": %d, "name": "plant %d"}`, i, i)), 200)
 	}
-	expect(s.post(t, `{"id": 1, "name": "plant 1"}`), 200)    // replay
-	expect(s.post(t, `{"id": 1, "name": "other name"}`), 409) // conflict
-	expect(s.post(t, `{"id": 4,`), 400)                       // malformed JSON
-	expect(s.post(t, `{"name": "no id"}`), 400)               // missing field
+	expect(s.Post(t, `{"id": 1, "name": "plant 1"}`), 200)    // replay
+	expect(s.Post(t, `{"id": 1, "name": "other name"}`), 409) // conflict
+	expect(s.Post(t, `{"id": 4,`), 400)                       // malformed JSON
+	expect(s.Post(t, `{"name": "no id"}`), 400)               // missing field
 	noAuth := map[string]string{"Authorization": ""}
-	expect(s.do(t, http.MethodPost, "/plants", `{"id": 5, "name": "x"}`, noAuth), 401)
-	expect(s.do(t, http.MethodPost, "/plants", `{"id": 5, "name": "x"}`, map[string]string{"Authorization": "Basic dXNlcjpwYXNz"}), 401)
+	expect(s.Do(t, http.MethodPost, "/plants", `{"id": 5, "name": "x"}`, noAuth), 401)
+	expect(s.Do(t, http.MethodPost, "/plants", `{"id": 5, "name": "x"}`, map[string]string{"Authorization": "Basic dXNlcjpwYXNz"}), 401)
 	for range 2 {
-		expect(s.do(t, http.MethodPost, "/plants", `{"id": 5, "name": "x"}`, map[string]string{"Authorization": "Bearer wrong-token"}), 401)
+		expect(s.Do(t, http.MethodPost, "/plants", `{"id": 5, "name": "x"}`, map[string]string{"Authorization": "Bearer wrong-token"}), 401)
 	}
-	expect(s.do(t, http.MethodGet, "/nope", "", nil), 404)
-	expect(s.do(t, http.MethodGet, "/plants/1", "", nil), 404)
-	expect(s.do(t, http.MethodPut, "/plants", `{"id": 5, "name": "x"}`, nil), 405)
-	expect(s.do(t, http.MethodGet, "/openapi.yaml", "", noAuth), 200)
+	expect(s.Do(t, http.MethodGet, "/nope", "", nil), 404)
+	expect(s.Do(t, http.MethodGet, "/plants/1", "", nil), 404)
+	expect(s.Do(t, http.MethodPut, "/plants", `{"id": 5, "name": "x"}`, nil), 405)
+	expect(s.Do(t, http.MethodGet, "/openapi.yaml", "", noAuth), 200)
 	redis.Stop()
 	for i := range 2 {
-		expect(s.post(t, fmt.Sprintf(`{"id": %d, "name": "x"}`, 10+i)), 503)
+		expect(s.Post(t, fmt.Sprintf(`{"id": %d, "name": "x"}`, 10+i)), 503)
 	}
 
-	families, text := s.metrics(t)
+	families, text := s.Metrics(t)
 
 	t.Run("requests by method, route and code", func(t *testing.T) {
 		want := map[series]uint64{
@@ -348,7 +305,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 // may reach a label.
 func TestMetricsCardinalityIsBounded(t *testing.T) {
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr})
+	s := startService(t, options{RedisAddr: redis.Addr})
 
 	known := []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"}
 	const n = 2000
@@ -408,7 +365,7 @@ func TestMetricsCardinalityIsBounded(t *testing.T) {
 		t.Fatalf("answers %v, want all %d to be 404", statuses, n)
 	}
 
-	families, text := s.metrics(t)
+	families, text := s.Metrics(t)
 	got := requestCounts(t, families)
 	allowed := append(slices.Clone(known), "OTHER")
 	var total, other uint64

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/servicetest"
 )
 
 const defaultExitWait = 10 * time.Second
@@ -19,7 +20,7 @@ const defaultExitWait = 10 * time.Second
 // exec_ runs the binary to completion and returns its combined output.
 func exec_(name string, args ...string) (string, error) {
 	cmd := exec.Command(name, args...)
-	cmd.Env = cleanEnv()
+	cmd.Env = servicetest.CleanEnv()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -45,11 +46,11 @@ func concurrently(n int, f func(i int)) {
 // all answer 200 and are all in Redis.
 func TestConcurrentDistinctCreates(t *testing.T) {
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr})
+	s := startService(t, options{RedisAddr: redis.Addr})
 	const n = 1000
 	statuses := make([]int, n)
 	concurrently(n, func(i int) {
-		statuses[i] = s.post(t, fmt.Sprintf(`{"id": %d, "name": "plant %d"}`, 100000+i, i)).Status
+		statuses[i] = s.Post(t, fmt.Sprintf(`{"id": %d, "name": "plant %d"}`, 100000+i, i)).Status
 	})
 	for i, st := range statuses {
 		if st != 200 {
@@ -75,14 +76,14 @@ func TestConcurrentDistinctCreates(t *testing.T) {
 // exactly one; every answer is 200 for that body or 409 for the others.
 func TestConcurrentSameID(t *testing.T) {
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr})
+	s := startService(t, options{RedisAddr: redis.Addr})
 	bodies := []string{
 		`{"id": 7, "name": "A"}`, `{"id": 7, "name": "B"}`,
 		`{"id": 7, "name": "C", "tag": "c"}`, `{"id": 7, "name": "C"}`,
 	}
 	const n = 32
 	replies := make([]reply, n)
-	concurrently(n, func(i int) { replies[i] = s.post(t, bodies[i%len(bodies)]) })
+	concurrently(n, func(i int) { replies[i] = s.Post(t, bodies[i%len(bodies)]) })
 
 	stored, err := redis.Client().Get(t.Context(), "plantstore:plant:{7}").Result()
 	if err != nil {
@@ -106,7 +107,7 @@ func TestConcurrentSameID(t *testing.T) {
 			}
 			ok++
 		case i%len(bodies) != winner && r.Status == 409:
-			if code := r.errorCode(t); code != 40901 {
+			if code := r.ErrorCode(t); code != 40901 {
 				t.Fatalf("409 with code %d", code)
 			}
 			conflicts++
@@ -124,17 +125,17 @@ func TestConcurrentSameID(t *testing.T) {
 // serves again without a restart.
 func TestRedisOutage(t *testing.T) {
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr})
-	if r := s.post(t, `{"id": 1, "name": "before"}`); r.Status != 200 {
+	s := startService(t, options{RedisAddr: redis.Addr})
+	if r := s.Post(t, `{"id": 1, "name": "before"}`); r.Status != 200 {
 		t.Fatalf("before the outage: %d %s", r.Status, r.Body)
 	}
 	redis.Stop()
 
 	for i := range 5 {
 		start := time.Now()
-		r := s.post(t, fmt.Sprintf(`{"id": %d, "name": "during"}`, 10+i))
+		r := s.Post(t, fmt.Sprintf(`{"id": %d, "name": "during"}`, 10+i))
 		took := time.Since(start)
-		if r.Status != 503 || r.errorCode(t) != 50301 || r.Header.Get("Retry-After") == "" {
+		if r.Status != 503 || r.ErrorCode(t) != 50301 || r.Header.Get("Retry-After") == "" {
 			t.Fatalf("during the outage: %d %v %s", r.Status, r.Header, r.Body)
 		}
 		// --store-timeout is 500ms; allow for scheduling on a loaded machine.
@@ -155,8 +156,8 @@ func TestRedisOutage(t *testing.T) {
 	}
 
 	redis.Restart()
-	s.waitReady(t)
-	if r := s.post(t, `{"id": 2, "name": "after"}`); r.Status != 200 {
+	s.WaitReady(t)
+	if r := s.Post(t, `{"id": 2, "name": "after"}`); r.Status != 200 {
 		t.Fatalf("after the outage: %d %s", r.Status, r.Body)
 	}
 
@@ -164,17 +165,17 @@ func TestRedisOutage(t *testing.T) {
 	// timeout too, not left to hang the request.
 	redis.Pause()
 	start := time.Now()
-	r := s.post(t, `{"id": 3, "name": "hung"}`)
+	r := s.Post(t, `{"id": 3, "name": "hung"}`)
 	took := time.Since(start)
-	if r.Status != 503 || r.errorCode(t) != 50301 {
+	if r.Status != 503 || r.ErrorCode(t) != 50301 {
 		t.Fatalf("with Redis hung: %d %s", r.Status, r.Body)
 	}
 	if took < 400*time.Millisecond || took > 2*time.Second {
 		t.Fatalf("with Redis hung the 503 came after %v, want about the 500ms store timeout", took)
 	}
 	redis.Resume()
-	s.waitReady(t)
-	if r := s.post(t, `{"id": 4, "name": "resumed"}`); r.Status != 200 {
+	s.WaitReady(t)
+	if r := s.Post(t, `{"id": 4, "name": "resumed"}`); r.Status != 200 {
 		t.Fatalf("after Redis resumed: %d %s", r.Status, r.Body)
 	}
 }
@@ -183,7 +184,7 @@ func TestRedisOutage(t *testing.T) {
 // mounted Secret (an atomic rename), takes effect without a restart.
 func TestTokenRotation(t *testing.T) {
 	s := startService(t, options{})
-	if r := s.post(t, `{"id": 1, "name": "x"}`); r.Status != 200 {
+	if r := s.Post(t, `{"id": 1, "name": "x"}`); r.Status != 200 {
 		t.Fatalf("old token: %d", r.Status)
 	}
 	old := s.Token
@@ -196,14 +197,14 @@ func TestTokenRotation(t *testing.T) {
 	}
 	s.Token = "rotated-token"
 	deadline := time.Now().Add(5 * time.Second)
-	for s.post(t, `{"id": 2, "name": "y"}`).Status != 200 {
+	for s.Post(t, `{"id": 2, "name": "y"}`).Status != 200 {
 		if time.Now().After(deadline) {
-			t.Fatalf("new token not accepted within 5s:\n%s", s.logs)
+			t.Fatalf("new token not accepted within 5s:\n%s", s.Logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	s.Token = old
-	if r := s.post(t, `{"id": 3, "name": "z"}`); r.Status != 401 || r.errorCode(t) != 40102 {
+	if r := s.Post(t, `{"id": 3, "name": "z"}`); r.Status != 401 || r.ErrorCode(t) != 40102 {
 		t.Fatalf("removed token: %d %s", r.Status, r.Body)
 	}
 
@@ -213,10 +214,10 @@ func TestTokenRotation(t *testing.T) {
 	}
 	time.Sleep(400 * time.Millisecond) // four reload intervals
 	s.Token = "rotated-token"
-	if r := s.post(t, `{"id": 2, "name": "y"}`); r.Status != 200 {
+	if r := s.Post(t, `{"id": 2, "name": "y"}`); r.Status != 200 {
 		t.Fatalf("a broken tokens file revoked the tokens in force: %d", r.Status)
 	}
-	if !strings.Contains(s.logs.String(), "no longer parses") {
+	if !strings.Contains(s.Logs.String(), "no longer parses") {
 		t.Fatalf("the broken tokens file was not logged")
 	}
 }
@@ -224,11 +225,11 @@ func TestTokenRotation(t *testing.T) {
 // TestGracefulShutdown: SIGTERM drains and exits 0.
 func TestGracefulShutdown(t *testing.T) {
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr})
-	if code := s.signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, s.logs)
+	s := startService(t, options{RedisAddr: redis.Addr})
+	if code := s.Signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0:\n%s", code, s.Logs)
 	}
-	if !strings.Contains(s.logs.String(), "servers stopped") {
-		t.Fatalf("no orderly stop in the logs:\n%s", s.logs)
+	if !strings.Contains(s.Logs.String(), "servers stopped") {
+		t.Fatalf("no orderly stop in the logs:\n%s", s.Logs)
 	}
 }

@@ -94,11 +94,11 @@ func checkNoSecrets(t *testing.T, rec *otlpReceiver, secrets ...string) {
 func TestTracesExported(t *testing.T) {
 	rec := newOTLPReceiver(t)
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr, env: rec.env()})
+	s := startService(t, options{RedisAddr: redis.Addr, Env: rec.env()})
 
 	plantName := "Monstera-" + randomHex(t, 6)
 	traceID, parentID, traceparent := newTraceparent(t)
-	r := s.do(t, http.MethodPost, "/plants", fmt.Sprintf(`{"id": 1, "name": %q}`, plantName),
+	r := s.Do(t, http.MethodPost, "/plants", fmt.Sprintf(`{"id": 1, "name": %q}`, plantName),
 		map[string]string{"traceparent": traceparent, "baggage": "tenant=t1"})
 	if r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
@@ -193,14 +193,14 @@ func TestTracesExported(t *testing.T) {
 	t.Run("503 is an error", func(t *testing.T) {
 		redis.Stop()
 		traceID, parentID, traceparent := newTraceparent(t)
-		r := s.do(t, http.MethodPost, "/plants", `{"id": 2, "name": "Fern"}`, map[string]string{"traceparent": traceparent})
+		r := s.Do(t, http.MethodPost, "/plants", `{"id": 2, "name": "Fern"}`, map[string]string{"traceparent": traceparent})
 		if r.Status != 503 {
 			t.Fatalf("create with Redis down: %d %s", r.Status, r.Body)
 		}
 		// Stop at once: the batch's 100ms may not have passed, and the
 		// shutdown must flush the request's spans before the process exits.
-		if code := s.signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
-			t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.logs)
+		if code := s.Signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
+			t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.Logs)
 		}
 		spans := rec.Spans()
 		srv, ok := serverSpan(spans, traceID, parentID)
@@ -228,17 +228,17 @@ func TestTracesFlushedOnShutdown(t *testing.T) {
 	rec := newOTLPReceiver(t)
 	redis := redistest.Start(t)
 	env := append(rec.env(), "OTEL_BSP_SCHEDULE_DELAY=3600000") // the last value wins
-	s := startService(t, options{redisAddr: redis.Addr, env: env})
+	s := startService(t, options{RedisAddr: redis.Addr, Env: env})
 
 	traceID, parentID, traceparent := newTraceparent(t)
-	if r := s.do(t, http.MethodPost, "/plants", `{"id": 1, "name": "Ivy"}`, map[string]string{"traceparent": traceparent}); r.Status != 200 {
+	if r := s.Do(t, http.MethodPost, "/plants", `{"id": 1, "name": "Ivy"}`, map[string]string{"traceparent": traceparent}); r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	if got := inTrace(rec.Spans(), traceID); len(got) != 0 {
 		t.Fatalf("spans exported before the hour's batch delay (is OTEL_BSP_SCHEDULE_DELAY ignored?):\n%s", describeSpans(got))
 	}
-	if code := s.signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.logs)
+	if code := s.Signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.Logs)
 	}
 	spans := rec.Spans()
 	if !hasServerAndRedisSpans(traceID, parentID)(spans) {
@@ -257,7 +257,7 @@ var exemplarLine = regexp.MustCompile(`^` + httpDuration + `_bucket\{([^}]*)\} \
 func TestExemplarsCarryTraceIDs(t *testing.T) {
 	rec := newOTLPReceiver(t)
 	redis := redistest.Start(t)
-	s := startService(t, options{redisAddr: redis.Addr, env: rec.env()})
+	s := startService(t, options{RedisAddr: redis.Addr, Env: rec.env()})
 
 	sent := make(map[string]bool)
 	var last, lastParent string
@@ -265,13 +265,13 @@ func TestExemplarsCarryTraceIDs(t *testing.T) {
 		traceID, parentID, traceparent := newTraceparent(t)
 		sent[traceID] = true
 		last, lastParent = traceID, parentID
-		if r := s.do(t, http.MethodPost, "/plants", fmt.Sprintf(`{"id": %d, "name": "x"}`, i), map[string]string{"traceparent": traceparent}); r.Status != 200 {
+		if r := s.Do(t, http.MethodPost, "/plants", fmt.Sprintf(`{"id": %d, "name": "x"}`, i), map[string]string{"traceparent": traceparent}); r.Status != 200 {
 			t.Fatalf("create: %d %s", r.Status, r.Body)
 		}
 	}
 	rec.waitSpans(t, spanWait, "the last request's spans", hasServerAndRedisSpans(last, lastParent))
 
-	text := s.scrape(t, openMetrics)
+	text := s.Scrape(t, openMetrics)
 
 	received := make(map[string]bool)
 	for _, sp := range rec.Spans() {
