@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -76,6 +77,7 @@ func NewInstrumentation(reg prometheus.Registerer, tp trace.TracerProvider, prop
 // attributes otelhttp would set.
 func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 	tracer := in.tracer.Tracer("github.com/plantstore/plantstore/internal/httpapi")
+	serverSpan := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)} // built once: an option allocates
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		in.inFlight.Inc()
@@ -83,26 +85,52 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 
 		method := methodLabel(r.Method)
 		ctx := in.propagator.Extract(r.Context(), headerCarrier(r.Header))
-		ctx, span := tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := tracer.Start(ctx, method, serverSpan...)
 		defer span.End()
-		info := &requestInfo{route: RouteUnmatched, id: requestID(r.Header.Get("X-Request-ID"))}
-		w.Header()["X-Request-Id"] = []string{info.id} // canonical key: no per-request canonicalisation
-		rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, requestInfoKey{}, info)))
+		x := newExchange(w, r.Header["X-Request-Id"]) // canonical key: Header.Get would canonicalise, and allocate, every time
+		next.ServeHTTP(&x.rec, r.WithContext(context.WithValue(ctx, requestInfoKey{}, &x.info)))
 		elapsed := time.Since(start)
 
 		sc := span.SpanContext()
 		if span.IsRecording() {
-			annotate(span, r, method, info.route, rec)
+			annotate(span, r, method, x.info.route, &x.rec)
 		}
-		obs := in.duration.WithLabelValues(method, info.route, statusLabel(rec.status))
+		obs := in.duration.WithLabelValues(method, x.info.route, statusLabel(x.rec.status))
 		if ex, ok := obs.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
 			ex.ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
 		} else {
 			obs.Observe(elapsed.Seconds())
 		}
-		in.logAccess(r, info, rec, elapsed, sc)
+		in.logAccess(r, &x.info, &x.rec, elapsed, sc)
 	})
+}
+
+// exchange is the instrumentation's state of one request, in one allocation:
+// what the router and handlers tell it, the recording ResponseWriter, and the
+// request id with its response header.
+type exchange struct {
+	info     requestInfo
+	rec      responseRecorder
+	idHeader [1]string
+	idBytes  [32]byte
+}
+
+// newExchange starts the exchange of a request whose X-Request-ID values are
+// incoming, and sets the response's X-Request-ID.
+func newExchange(w http.ResponseWriter, incoming []string) *exchange {
+	x := &exchange{rec: responseRecorder{ResponseWriter: w, status: http.StatusOK}}
+	x.info = requestInfo{route: RouteUnmatched}
+	if len(incoming) > 0 && validRequestID(incoming[0]) {
+		x.info.id = incoming[0]
+	} else {
+		newRequestID(&x.idBytes)
+		// The bytes live in x and are never written again, so the string
+		// can share them instead of copying them into an allocation of its own.
+		x.info.id = unsafe.String(&x.idBytes[0], len(x.idBytes))
+	}
+	x.idHeader[0] = x.info.id
+	w.Header()["X-Request-Id"] = x.idHeader[:]
+	return x
 }
 
 // annotate names a recording span by route and gives it the HTTP server
@@ -197,27 +225,29 @@ func logFields(ctx context.Context) []zap.Field {
 	return []zap.Field{zap.String("request_id", id), zap.String("trace_id", traceID(sc)), zap.String("span_id", spanID(sc))}
 }
 
-// requestID honours a well-formed incoming X-Request-ID (1 to 128 of
-// letters, digits and -._:) and otherwise makes one.
-func requestID(in string) string {
-	if len(in) > 0 && len(in) <= 128 {
-		ok := true
-		for i := 0; i < len(in) && ok; i++ {
-			c := in[i]
-			ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':'
-		}
-		if ok {
-			return in
+// validRequestID tells whether an incoming X-Request-ID is honoured: 1 to
+// 128 of letters, digits and -._: (nothing that could forge a log field).
+func validRequestID(in string) bool {
+	if len(in) == 0 || len(in) > 128 {
+		return false
+	}
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == ':') {
+			return false
 		}
 	}
+	return true
+}
+
+// newRequestID writes a random request id of 32 hex digits into b.
+func newRequestID(b *[32]byte) {
 	const hexdigits = "0123456789abcdef"
-	var b [32]byte
 	hi, lo := rand.Uint64(), rand.Uint64()
 	for i := range 16 {
 		b[i] = hexdigits[hi>>(60-4*i)&0xf]
 		b[16+i] = hexdigits[lo>>(60-4*i)&0xf]
 	}
-	return string(b[:])
 }
 
 // statusLabel is strconv.Itoa without an allocation for the statuses the

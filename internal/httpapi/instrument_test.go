@@ -1,0 +1,155 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace/noop"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/plantstore/plantstore/internal/httpapi"
+)
+
+var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// instrumented wraps a router whose /plants answers 200 and whose
+// other paths are unmatched, the way the service wires it.
+func instrumented(t *testing.T) (http.Handler, *prometheus.Registry, *observer.ObservedLogs) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	core, logs := observer.New(zapcore.InfoLevel)
+	in, err := httpapi.NewInstrumentation(reg, noop.NewTracerProvider(), propagation.TraceContext{}, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	router := httpapi.NewRouter(httpapi.RouterParams{
+		CreatePlant: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte(`{"name":"x"}`))
+		}),
+		OpenAPI:      http.NotFoundHandler(),
+		Authenticate: func(next http.Handler) http.Handler { return next },
+	})
+	return in.Wrap(router), reg, logs
+}
+
+func TestInstrumentationRequestID(t *testing.T) {
+	cases := []struct {
+		name     string
+		incoming []string // X-Request-ID values sent
+		keep     bool     // the first is echoed rather than replaced
+	}{
+		{"none sent", nil, false},
+		{"well-formed", []string{"req-42.a_b:c"}, true},
+		{"128 characters", []string{strings.Repeat("a", 128)}, true},
+		{"129 characters", []string{strings.Repeat("a", 129)}, false},
+		{"empty", []string{""}, false},
+		{"space", []string{"a b"}, false},
+		{"newline forging a log field", []string{"a\nlevel=error"}, false},
+		{"quote", []string{`a"b`}, false},
+		{"non-ASCII", []string{"idé"}, false},
+		{"first of two kept", []string{"first", "second"}, true},
+	}
+	handler, _, _ := instrumented(t)
+	seen := map[string]bool{}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodPost, "/plants", nil)
+			req.Header["X-Request-Id"] = c.incoming
+			rec := httptest.NewRecorder()
+			handler.ServeHTTP(rec, req)
+			got := rec.Header().Values("X-Request-ID")
+			if len(got) != 1 {
+				t.Fatalf("X-Request-ID answered %q, want one value", got)
+			}
+			switch {
+			case c.keep && got[0] != c.incoming[0]:
+				t.Errorf("X-Request-ID %q answered as %q, want it kept", c.incoming[0], got[0])
+			case !c.keep && !generatedID.MatchString(got[0]):
+				t.Errorf("X-Request-ID %q answered as %q, want 32 generated hex digits", c.incoming, got[0])
+			case !c.keep && seen[got[0]]:
+				t.Errorf("generated id %q twice", got[0])
+			}
+			seen[got[0]] = true
+		})
+	}
+}
+
+func TestInstrumentationLabelsAndAccessLine(t *testing.T) {
+	handler, reg, logs := instrumented(t)
+	for _, r := range []struct{ method, target string }{
+		{http.MethodPost, "/plants"},
+		{http.MethodPost, "/plants?x=1"},
+		{http.MethodGet, "/plants"},
+		{http.MethodPost, "/no/such/path"},
+		{"BREW", "/plants"},
+	} {
+		req := httptest.NewRequest(r.method, r.target, nil)
+		req.Header.Set("X-Request-ID", "fixed-id")
+		handler.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	want := `
+# HELP plantstore_http_requests_in_flight Requests being served now.
+# TYPE plantstore_http_requests_in_flight gauge
+plantstore_http_requests_in_flight 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "plantstore_http_requests_in_flight"); err != nil {
+		t.Error(err)
+	}
+	counts := map[string]int{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "plantstore_http_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			key := ""
+			for _, l := range m.GetLabel() {
+				key += l.GetName() + "=" + l.GetValue() + " "
+			}
+			counts[strings.TrimSpace(key)] = int(m.GetHistogram().GetSampleCount())
+		}
+	}
+	wantCounts := map[string]int{
+		"code=200 method=POST route=/plants":   2,
+		"code=405 method=GET route=/plants":    1,
+		"code=404 method=POST route=unmatched": 1,
+		"code=405 method=OTHER route=/plants":  1,
+	}
+	for k, v := range wantCounts {
+		if counts[k] != v {
+			t.Errorf("series {%s} counted %d, want %d (all: %v)", k, counts[k], v, counts)
+		}
+	}
+	if len(counts) != len(wantCounts) {
+		t.Errorf("series %v, want exactly %v", counts, wantCounts)
+	}
+
+	lines := logs.FilterMessage("request").All()
+	if len(lines) != 5 {
+		t.Fatalf("%d access lines, want 5", len(lines))
+	}
+	first := lines[0].ContextMap()
+	for key, want := range map[string]any{
+		"method": "POST", "route": "/plants", "path": "/plants", "status": int64(200),
+		"bytes": int64(len(`{"name":"x"}`)), "request_id": "fixed-id", "remote_addr": "192.0.2.1:1234",
+		"trace_id": "", "span_id": "",
+	} {
+		if first[key] != want {
+			t.Errorf("access line %s = %#v, want %#v", key, first[key], want)
+		}
+	}
+	if lines[0].LoggerName != "access" || lines[0].Caller.Defined {
+		t.Errorf("access line from logger %q with caller %v, want logger access without caller", lines[0].LoggerName, lines[0].Caller)
+	}
+}
