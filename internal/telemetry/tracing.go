@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/plantstore/plantstore/internal/version"
@@ -141,4 +142,38 @@ func (idGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
 		binary.LittleEndian.PutUint64(sid[:], mrand.Uint64())
 	}
 	return sid
+}
+
+// ClientSpans wraps tp for the spans a request's outgoing calls make (a Redis
+// command, say): under a parent span that records nothing it makes no span
+// and hands back the parent, where tp would still build a non-recording child
+// and run the sampler for every call. Nothing that would have been recorded
+// is lost: every sampler OTEL_TRACES_SAMPLER can choose decides a child the
+// way its parent was decided (parentbased_*; traceidratio on the same trace
+// id; always_on and always_off). A call without a parent span gets tp's span.
+func ClientSpans(tp trace.TracerProvider) trace.TracerProvider {
+	return clientSpanProvider{tp: tp}
+}
+
+type clientSpanProvider struct {
+	embedded.TracerProvider
+	tp trace.TracerProvider
+}
+
+func (p clientSpanProvider) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return clientSpanTracer{tracer: p.tp.Tracer(name, opts...)}
+}
+
+type clientSpanTracer struct {
+	embedded.Tracer
+	tracer trace.Tracer
+}
+
+func (t clientSpanTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if parent := trace.SpanFromContext(ctx); parent.SpanContext().IsValid() && !parent.IsRecording() {
+		// A non-recording span's methods do nothing, End included, so the
+		// caller may treat it as its own.
+		return ctx, parent
+	}
+	return t.tracer.Start(ctx, name, opts...)
 }
