@@ -1,17 +1,27 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"go.uber.org/zap"
+
+	"github.com/plantstore/plantstore/api"
 	"github.com/plantstore/plantstore/internal/apierror"
+	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/httpapi"
 	"github.com/plantstore/plantstore/internal/plant"
 )
@@ -339,4 +349,145 @@ func deref(s *string) any {
 		return nil
 	}
 	return *s
+}
+
+// FuzzRequest sends whole requests through the router, the real bearer
+// middleware and the create handler over a store that records its calls.
+// The request is written as raw HTTP/1.1 text from the fuzzed method, target,
+// Content-Type, Authorization and body, and read back with net/http's own
+// parser, so header injection (a second Content-Length, Transfer-Encoding,
+// a second Authorization) reaches the service as a server would pass it on;
+// what net/http refuses never reaches the router. Properties: no panic and
+// no 5xx; every failure is an Error body whose code matches its status, with
+// the challenge on 401 and Allow on 405; the create handler answers only
+// requests that carry exactly one header "Bearer <the token>"; the store is
+// called at most once, only for a 200, and with exactly the plant the
+// decoder reads from the bytes the handler was given; a 200 body is that
+// plant.
+func FuzzRequest(f *testing.F) {
+	const token = "fuzz-T0ken_~+/="
+	good := "Bearer " + token
+	for _, s := range []struct{ method, target, contentType, authorization, body string }{
+		{"POST", "/plants", "application/json", good, `{"id":1,"name":"Monstera","tag":"x"}`},
+		{"POST", "/plants", "application/json; charset=UTF-8", "bearer  " + token, `{"id":-0,"name":"a","tag":null}`},
+		{"POST", "/plants", "application/json", good, `{"id":1,"name":"a","Name":"b"}`},
+		{"POST", "/plants", "text/plain", good, `{"id":1,"name":"a"}`},
+		{"POST", "/plants", "", good, `{"id":1,"name":"a"}`},
+		{"POST", "/plants", "application/json", "", `{"id":1,"name":"a"}`},
+		{"POST", "/plants", "application/json", "Basic eDp5", `{"id":1,"name":"a"}`},
+		{"POST", "/plants", "application/json", "Bearer wrong", `{"id":1,"name":"a"}`},
+		{"POST", "/plants", "application/json", good + "\r\nAuthorization: " + good, `{"id":1,"name":"a"}`},
+		{"POST", "/plants", "application/json\r\nTransfer-Encoding: chunked", good, `{"id":1,"name":"a"}`},
+		{"POST", "/plants", "application/json\r\nContent-Length: 3", good, `{"id":1,"name":"a"}`},
+		{"POST", "/plants?token=" + token, "application/json", "", `{"id":1,"name":"a"}`},
+		{"POST", "/plants/", "application/json", good, `{"id":1,"name":"a"}`},
+		{"POST", "//plants", "application/json", good, `{"id":1,"name":"a"}`},
+		{"POST", "/plants/../plants", "application/json", good, `{"id":1,"name":"a"}`},
+		{"POST", "/%70lants", "application/json", good, `{"id":1,"name":"a"}`},
+		{"POST", "http://plantstore/plants", "application/json", good, `{"id":1,"name":"a"}`},
+		{"GET", "/plants", "", good, ``},
+		{"TRACE", "/plants", "", good, ``},
+		{"GET", "/openapi.yaml", "", "", ``},
+		{"HEAD", "/openapi.yaml", "", "", ``},
+		{"POST", "/plants", "application/json", good, `{"id":1,"name":"` + strings.Repeat("a", 70000) + `"}`},
+	} {
+		f.Add(s.method, s.target, s.contentType, s.authorization, []byte(s.body))
+	}
+	store := &fakeStore{}
+	handler := httpapi.NewRouter(httpapi.RouterParams{
+		CreatePlant:  httpapi.NewCreatePlantHandler(store, time.Second, zap.NewNop(), nil),
+		OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
+		Authenticate: auth.Middleware(auth.NewKeyring(auth.NewTokenSet(token)), nil),
+	})
+	bearer := regexp.MustCompile(`^[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*)$`)
+	f.Fuzz(func(t *testing.T, method, target, contentType, authorization string, body []byte) {
+		var raw bytes.Buffer
+		raw.WriteString(method + " " + target + " HTTP/1.1\r\nHost: plantstore\r\n")
+		if authorization != "" {
+			raw.WriteString("Authorization: " + authorization + "\r\n")
+		}
+		if contentType != "" {
+			raw.WriteString("Content-Type: " + contentType + "\r\n")
+		}
+		raw.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
+		raw.Write(body)
+		req, err := http.ReadRequest(bufio.NewReader(&raw))
+		if err != nil {
+			return // net/http answers 400 itself; the router never sees the request
+		}
+		var given bytes.Buffer
+		req.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(req.Body, &given), req.Body}
+		store.mu.Lock()
+		store.calls = store.calls[:0]
+		store.mu.Unlock()
+
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		calls := store.Calls()
+		values := req.Header.Values("Authorization")
+		m := bearer.FindStringSubmatch(strings.Join(values, "\n"))
+		authorized := len(values) == 1 && m != nil && m[1] == token
+
+		switch rec.Code {
+		case http.StatusOK:
+			if req.Method == http.MethodGet || req.Method == http.MethodHead {
+				if len(calls) != 0 {
+					t.Fatalf("%s %q stored %v", req.Method, target, calls)
+				}
+				return // the OpenAPI document
+			}
+			if !authorized || len(calls) != 1 {
+				t.Fatalf("%s %q with Authorization %q: 200 with %d store calls", req.Method, target, values, len(calls))
+			}
+			p, e := httpapi.DecodeNewPlant(given.Bytes())
+			if e != nil || p.ID != calls[0].ID || !p.SameContent(calls[0]) {
+				t.Fatalf("stored %+v, but the body %q decodes to %+v, %v", calls[0], given.Bytes(), p, e)
+			}
+			want, _ := json.Marshal(struct {
+				Name string  `json:"name"`
+				Tag  *string `json:"tag,omitempty"`
+			}{p.Name, p.Tag})
+			if got := bytes.TrimSpace(rec.Body.Bytes()); !bytes.Equal(got, want) {
+				t.Fatalf("200 body %s, want %s", got, want)
+			}
+			return
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+			if !authorized {
+				t.Fatalf("%s %q with Authorization %q reached the create handler: %d %s", req.Method, target, values, rec.Code, rec.Body)
+			}
+		case http.StatusUnauthorized:
+			if authorized {
+				t.Fatalf("%s %q: the right token %q was refused: %s", req.Method, target, values, rec.Body)
+			}
+			if !strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), `Bearer realm="plantstore"`) {
+				t.Fatalf("401 without the challenge")
+			}
+		case http.StatusNotFound:
+		case http.StatusMethodNotAllowed:
+			if rec.Header().Get("Allow") == "" {
+				t.Fatalf("%s %q: 405 without Allow", req.Method, target)
+			}
+		default:
+			t.Fatalf("%s %q: status %d: %s", req.Method, target, rec.Code, rec.Body)
+		}
+		if len(calls) != 0 {
+			t.Fatalf("%s %q: status %d, yet the store was called with %v", req.Method, target, rec.Code, calls)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+			t.Fatalf("%d with Content-Type %q", rec.Code, ct)
+		}
+		var e struct {
+			Error   *int    `json:"error"`
+			Message *string `json:"message"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == nil || e.Message == nil || *e.Message == "" || *e.Error/100 != rec.Code {
+			t.Fatalf("%d: not an Error body with a matching code: %s", rec.Code, rec.Body)
+		}
+		if len(token) > 0 && strings.Contains(rec.Body.String(), token) {
+			t.Fatalf("the token appears in the response %s", rec.Body)
+		}
+	})
 }
