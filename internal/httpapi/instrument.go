@@ -134,13 +134,11 @@ func newExchange(w http.ResponseWriter, incoming []string) *exchange {
 }
 
 // annotate names a recording span by route and gives it the HTTP server
-// semantic-convention attributes; a 5xx marks it as an error.
+// semantic-convention attributes, in one call (each call takes the span's
+// lock); a 5xx marks it as an error.
 func annotate(span trace.Span, r *http.Request, method, route string, rec *responseRecorder) {
-	if route != RouteUnmatched {
-		span.SetName(method + " " + route)
-		span.SetAttributes(semconv.HTTPRoute(route))
-	}
-	attrs := []attribute.KeyValue{
+	var buf [13]attribute.KeyValue // enough for every attribute below: no allocation for the slice
+	attrs := append(buf[:0],
 		semconv.HTTPRequestMethodKey.String(method),
 		semconv.URLPath(r.URL.Path),
 		semconv.URLScheme("http"),
@@ -148,6 +146,10 @@ func annotate(span trace.Span, r *http.Request, method, route string, rec *respo
 		semconv.HTTPResponseBodySize(int(rec.bytes)),
 		semconv.NetworkProtocolVersion(strings.TrimPrefix(r.Proto, "HTTP/")),
 		semconv.UserAgentOriginal(truncate(r.UserAgent(), 256)),
+	)
+	if route != RouteUnmatched {
+		span.SetName(method + " " + route)
+		attrs = append(attrs, semconv.HTTPRoute(route))
 	}
 	if method == "OTHER" {
 		attrs = append(attrs, semconv.HTTPRequestMethodOriginal(truncate(r.Method, 32)))
