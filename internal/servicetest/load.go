@@ -66,6 +66,9 @@ type Record struct {
 	Reply      []byte // the response body
 	Err        error  // transport error (connection refused, reset, timeout...)
 	Refused    bool   // Err is a refused connection: nothing was sent
+	// FirstRefusal is when a connection for it was first refused (zero when
+	// none was): with RetryRefused the request may still have succeeded later.
+	FirstRefusal time.Time
 }
 
 // Load is a running load generator.
@@ -178,6 +181,9 @@ func (l *Load) send(ctx context.Context, client *http.Client, base string, opts 
 		if err != nil {
 			rec.Err = err
 			rec.Refused = errors.Is(err, syscall.ECONNREFUSED)
+			if rec.Refused && rec.FirstRefusal.IsZero() {
+				rec.FirstRefusal = start
+			}
 			if rec.Refused && opts.RetryRefused && ctx.Err() == nil {
 				select {
 				case <-ctx.Done():

@@ -1,0 +1,138 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/servicetest"
+)
+
+// chartRedisArgs are the persistence settings of the chart's Redis
+// (charts/plantstore/templates/_helpers.tpl, plantstore.redis.conf, with
+// values.yaml's appendfsync everysec), so that the scenario tests the
+// durability the chart promises.
+var chartRedisArgs = []string{
+	"--appendonly", "yes", "--appendfilename", "appendonly.aof", "--appenddirname", "appendonlydir",
+	"--appendfsync", "everysec", "--aof-use-rdb-preamble", "yes", "--maxmemory-policy", "noeviction",
+}
+
+// storedPlant is a plant as the service stores it in Redis.
+type storedPlant struct {
+	Name string `json:"name"`
+	Tag  string `json:"tag,omitempty"`
+}
+
+// TestChaosRedisKill kills Redis (SIGKILL) under load and restarts it on the
+// same port and data directory. A crash of Redis alone must lose no
+// acknowledged plant (the AOF is written before the reply, the kernel keeps
+// it); during the outage requests fail fast with 503, Retry-After and 50301,
+// /readyz fails and recovers, and nothing leaks.
+func TestChaosRedisKill(t *testing.T) {
+	const workers = 8
+	before, outage, after := servicetest.Pick(time.Second, 5*time.Second),
+		servicetest.Pick(2*time.Second, 15*time.Second), servicetest.Pick(time.Second, 5*time.Second)
+
+	redis := redistest.Start(t, chartRedisArgs...)
+	s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr})
+
+	// Baseline after a warm-up with the same concurrency, its connections closed.
+	servicetest.StartLoad(s, servicetest.LoadOptions{Workers: workers, Duration: 500 * time.Millisecond, FirstID: 1 << 40}).Wait()
+	base := quiet(t, s)
+
+	load := servicetest.StartLoad(s, servicetest.LoadOptions{Workers: workers})
+	time.Sleep(before)
+
+	redis.Stop() // SIGKILL, and waits for the exit
+	killed := time.Now()
+	ready := startProbe(20*time.Millisecond, s.Ready)
+	time.Sleep(outage)
+	restarting := time.Now()
+	redis.Restart() // returns once Redis answers PING, the AOF loaded
+	restarted := time.Now()
+	time.Sleep(after)
+	res := load.Stop()
+	samples := ready.Stop()
+
+	// /readyz: failing for the whole outage, passing within 5 s of Redis's
+	// return. A probe that ends after the restart may pass: go-redis retries
+	// the ping, and the retry can reach the restarted Redis.
+	for _, p := range samples {
+		if p.end.Before(restarting) && (p.err != nil || p.status != http.StatusServiceUnavailable) {
+			t.Errorf("/readyz during the outage (%v after the kill) = %d %v, want 503", p.at.Sub(killed), p.status, p.err)
+		}
+	}
+	readyAt, ok := first(samples, restarted, func(p probeSample) bool { return p.err == nil && p.status == http.StatusOK })
+	recovery := readyAt.Sub(restarted)
+	if !ok || recovery > 5*time.Second {
+		t.Errorf("/readyz did not pass within 5 s of Redis's return (recovered %v, %v)", ok, recovery)
+	}
+
+	// Every answer is a 200 or a well-formed fast 503; the ones wholly inside
+	// the outage are all 503.
+	limit := storeTimeout + clientMargin
+	var maxOutage time.Duration
+	for _, rec := range res.Records {
+		end := rec.Start.Add(rec.Latency)
+		switch {
+		case rec.Err != nil:
+			t.Errorf("request %d: %v", rec.ID, rec.Err)
+		case rec.Status == http.StatusServiceUnavailable:
+			if rec.Code != 50301 || rec.RetryAfter == "" || rec.BodyErr != nil {
+				t.Errorf("request %d: 503 with code %d, Retry-After %q (%v): %s", rec.ID, rec.Code, rec.RetryAfter, rec.BodyErr, rec.Reply)
+			}
+			maxOutage = max(maxOutage, rec.Latency)
+			if rec.Latency > limit {
+				t.Errorf("request %d: 503 after %v, beyond the %v store timeout + %v margin", rec.ID, rec.Latency, storeTimeout, clientMargin)
+			}
+		case rec.Status != http.StatusOK:
+			t.Errorf("request %d: status %d: %s", rec.ID, rec.Status, rec.Reply)
+		case rec.Start.After(killed) && end.Before(restarting):
+			t.Errorf("request %d answered 200 while Redis was down", rec.ID)
+		}
+	}
+	if res.Count(http.StatusServiceUnavailable) == 0 {
+		t.Errorf("no request answered 503 during a %v outage: %v", outage, res)
+	}
+
+	// The service's own measure of the 503s, without the client's and the
+	// kernel's scheduling: every one within the store timeout + the margin.
+	families, _ := s.Metrics(t)
+	within, total := histogramCount(families, "plantstore_http_request_duration_seconds", map[string]string{"code": "503"}, (storeTimeout + schedulingMargin).Seconds())
+	if within != total || total == 0 {
+		t.Errorf("the service measured %d of its %d 503s within %v", within, total, storeTimeout+schedulingMargin)
+	}
+
+	// Every acknowledged plant is in Redis, exactly as sent.
+	acked := res.Acknowledged()
+	client := redis.Client()
+	lost := 0
+	for id, body := range acked {
+		var sent storedPlant
+		if err := json.Unmarshal([]byte(body), &sent); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(sent)
+		got, err := client.Get(t.Context(), fmt.Sprintf("plantstore:plant:{%d}", id)).Result()
+		if err != nil || got != string(want) {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged plant %d: Redis has %q (%v), want %s", id, got, err, want)
+			}
+		}
+	}
+
+	// Back to baseline once the load's connections are closed.
+	final, err := settle(t, s, base, workers)
+	if err != nil {
+		t.Errorf("after the load: %v\nbaseline %v\nnow      %v", err, base, final)
+	}
+
+	servicetest.Report(t, "redis-kill", "requests=%d ok=%d 503=%d lost=%d/%d max_503_latency=%s readyz_recovery=%s goroutines=%g->%g fds=%g->%g pool=%g->%g",
+		len(res.Records), res.Count(200), res.Count(503), lost, len(acked), ms(maxOutage), ms(recovery),
+		base.Goroutines, final.Goroutines, base.OpenFDs, final.OpenFDs, base.PoolTotal, final.PoolTotal)
+	t.Logf("load: %v", res)
+}
