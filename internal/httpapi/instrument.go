@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/hex"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -54,7 +55,10 @@ func NewInstrumentation(reg prometheus.Registerer, tp trace.TracerProvider, prop
 		}),
 		// The caller would name this file on every line, at a runtime.Caller
 		// per request: useless for an access log, and its costliest field.
-		access:     log.Named("access").WithOptions(zap.WithCaller(false)),
+		// Nor does a 5xx's line need the stack trace an error line gets: it
+		// would be the same stack every time, taken at every failed request
+		// of an outage.
+		access:     log.Named("access").WithOptions(zap.WithCaller(false), zap.AddStacktrace(zapcore.FatalLevel)),
 		tracer:     tp,
 		propagator: prop,
 	}
@@ -101,7 +105,7 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 		} else {
 			obs.Observe(elapsed.Seconds())
 		}
-		in.logAccess(r, &x.info, &x.rec, elapsed, sc)
+		in.logAccess(r, x, elapsed, sc)
 	})
 }
 
@@ -113,6 +117,8 @@ type exchange struct {
 	rec      responseRecorder
 	idHeader [1]string
 	idBytes  [32]byte
+	traceHex [32]byte
+	spanHex  [16]byte
 }
 
 // newExchange starts the exchange of a request whose X-Request-ID values are
@@ -173,26 +179,48 @@ func annotate(span trace.Span, r *http.Request, method, route string, rec *respo
 
 // logAccess writes the request's access-log line: error level for a 5xx,
 // info otherwise.
-func (in *Instrumentation) logAccess(r *http.Request, info *requestInfo, rec *responseRecorder, elapsed time.Duration, sc trace.SpanContext) {
+func (in *Instrumentation) logAccess(r *http.Request, x *exchange, elapsed time.Duration, sc trace.SpanContext) {
 	level := zapcore.InfoLevel
-	if rec.status >= 500 {
+	if x.rec.status >= 500 {
 		level = zapcore.ErrorLevel
 	}
 	if ce := in.access.Check(level, "request"); ce != nil {
 		ce.Write(
 			zap.String("method", r.Method),
-			zap.String("route", info.route),
+			zap.String("route", x.info.route),
 			zap.String("path", r.URL.Path),
-			zap.Int("status", rec.status),
+			zap.Int("status", x.rec.status),
 			zap.Duration("duration", elapsed),
-			zap.Int64("bytes", rec.bytes),
+			zap.Int64("bytes", x.rec.bytes),
 			zap.String("remote_addr", r.RemoteAddr),
 			zap.String("user_agent", truncate(r.UserAgent(), 256)),
-			zap.String("request_id", info.id),
-			zap.String("trace_id", traceID(sc)),
-			zap.String("span_id", spanID(sc)),
+			zap.String("request_id", x.info.id),
+			zap.String("trace_id", x.hexTraceID(sc)),
+			zap.String("span_id", x.hexSpanID(sc)),
 		)
 	}
+}
+
+// hexTraceID is sc's trace id in hex ("" without one), spelt out in x's own
+// buffer rather than in a new string: the access line needs it on every
+// request, sampled or not.
+func (x *exchange) hexTraceID(sc trace.SpanContext) string {
+	if !sc.HasTraceID() {
+		return ""
+	}
+	id := sc.TraceID()
+	hex.Encode(x.traceHex[:], id[:])
+	return unsafe.String(&x.traceHex[0], len(x.traceHex))
+}
+
+// hexSpanID is hexTraceID for the span id.
+func (x *exchange) hexSpanID(sc trace.SpanContext) string {
+	if !sc.HasSpanID() {
+		return ""
+	}
+	id := sc.SpanID()
+	hex.Encode(x.spanHex[:], id[:])
+	return unsafe.String(&x.spanHex[0], len(x.spanHex))
 }
 
 // requestInfo travels down the handler chain in the context: the router
