@@ -100,9 +100,9 @@ func (r *FileReloader) reload() {
 		// Report a failure once, not on every poll while it lasts.
 		if msg := err.Error(); msg != r.lastFailure {
 			r.lastFailure = msg
-			r.observe(err)
 			r.log.Error("auth tokens file unreadable; keeping the tokens in force",
 				zap.String("path", r.path), zap.Error(err))
+			r.observe(err)
 		}
 		return
 	}
@@ -117,15 +117,15 @@ func (r *FileReloader) reload() {
 	set, err := ParseTokens(bytes.NewReader(data))
 	if err != nil {
 		r.failedSum, r.lastFailure = sum, err.Error()
-		r.observe(err)
 		r.log.Error("auth tokens file no longer parses; keeping the tokens in force",
 			zap.String("path", r.path), zap.Error(err))
+		r.observe(err)
 		return
 	}
 	r.lastSum, r.failedSum, r.lastFailure = sum, [sha256.Size]byte{}, ""
 	r.keyring.Replace(set.Union(r.extra))
-	r.observe(nil)
 	r.log.Info("auth tokens reloaded", zap.String("path", r.path), zap.Int("tokens", set.Len()))
+	r.observe(nil) // after the log, so that whoever is told finds the entry
 }
 
 // Options configure where tokens come from.
