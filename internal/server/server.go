@@ -38,7 +38,7 @@ func NewHTTPServer(name, flag, addr string, handler http.Handler, o HTTPOptions,
 	return &HTTPServer{
 		name: name, flag: flag, addr: addr, log: log,
 		srv: &http.Server{
-			Handler:           handler,
+			Handler:           closeAfterChunked(handler),
 			ReadHeaderTimeout: o.ReadHeaderTimeout,
 			ReadTimeout:       o.ReadTimeout,
 			WriteTimeout:      o.WriteTimeout,
@@ -47,6 +47,22 @@ func NewHTTPServer(name, flag, addr string, handler http.Handler, o HTTPOptions,
 			ErrorLog:          zap.NewStdLog(log.Named("http")),
 		},
 	}
+}
+
+// closeAfterChunked closes the connection after answering a request whose
+// body came with a Transfer-Encoding. net/http frames such a body by the
+// encoding, silently drops a Content-Length sent with it, and keeps the
+// connection open for the next request; RFC 9112 section 6.3 requires the
+// connection to be closed after responding, because a proxy in front that
+// framed the request by its Content-Length would read what follows the body
+// as a different request than this server does (request smuggling).
+func closeAfterChunked(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Start binds the listener synchronously, so that a busy port fails

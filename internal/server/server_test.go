@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -379,5 +380,62 @@ func TestHTTPServerMaxHeaderBytes(t *testing.T) {
 				t.Errorf("status = %d, want %d", resp.StatusCode, tt.status)
 			}
 		})
+	}
+}
+
+// TestHTTPServerClosesAfterChunkedBody sends a request framed both by
+// Content-Length and by chunked Transfer-Encoding, followed on the same
+// connection by a second request: net/http reads the body as chunked, and
+// the server must then close the connection (RFC 9112 section 6.3) rather
+// than serve the bytes after the chunked body as a request of their own. A
+// plain keep-alive request still gets a second request served.
+func TestHTTPServerClosesAfterChunkedBody(t *testing.T) {
+	var served []string
+	var mu sync.Mutex
+	s := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		served = append(served, r.URL.Path)
+		mu.Unlock()
+	}), HTTPOptions{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second})
+	send := func(raw string) (responses int) {
+		t.Helper()
+		conn, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, raw); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.(*net.TCPConn).CloseWrite()
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(conn)
+		for {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return responses
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			responses++
+		}
+	}
+	smuggled := "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+	for _, first := range []string{
+		"POST /chunked HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+	} {
+		if n := send(first + smuggled); n != 1 {
+			t.Errorf("%d responses to %q followed by a second request, want 1", n, first)
+		}
+	}
+	if n := send("POST /plain HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}" + smuggled); n != 2 {
+		t.Errorf("%d responses to two keep-alive requests, want 2", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(served, " ") != "/chunked /chunked /plain /smuggled" {
+		t.Errorf("served %v, want /chunked /chunked /plain /smuggled", served)
 	}
 }
