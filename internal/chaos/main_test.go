@@ -149,5 +149,11 @@ func eventually(within time.Duration, cond func() bool) bool {
 	}
 }
 
-// ms formats a duration in milliseconds for the CHAOS lines.
-func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+// ms formats a duration in milliseconds for the CHAOS lines, to the
+// microsecond below 10 ms (latency percentiles) and whole above.
+func ms(d time.Duration) string {
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%dms", d.Milliseconds())
+}
