@@ -83,7 +83,7 @@ func holdSlowly(addr string, kind slowKind, interval, limit time.Duration, open 
 // headers (slowloris) or their body one byte at a time. The read timeouts
 // must close every one of them in time, reconnecting clients keep the
 // pressure up, and meanwhile a normal client's p99 latency stays within
-// twice its unloaded p99.
+// twice its unloaded p99 (or one scheduling period of it, see below).
 func TestChaosSlowClients(t *testing.T) {
 	conns := servicetest.Pick(200, 1000)
 	pressure := servicetest.Pick(4*time.Second, 20*time.Second)
@@ -92,12 +92,8 @@ func TestChaosSlowClients(t *testing.T) {
 	const headerTimeout, readTimeout = time.Second, 2 * time.Second
 
 	redis := redistest.Start(t)
-	// The store timeouts are the production defaults, not servicetest's
-	// short ones: this scenario is about the HTTP server, and on the loaded
-	// test machine a starved process can miss a 500 ms store deadline.
-	s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr, Extra: []string{
-		"--http-read-header-timeout", headerTimeout.String(), "--http-read-timeout", readTimeout.String(),
-		"--store-timeout", "1s", "--redis-dial-timeout", "1s", "--redis-read-timeout", "1s", "--redis-write-timeout", "1s"}})
+	s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr, Extra: append([]string{
+		"--http-read-header-timeout", headerTimeout.String(), "--http-read-timeout", readTimeout.String()}, patientStore...)})
 	addr := strings.TrimPrefix(s.API, "http://")
 
 	// The descriptor limit must not be what limits the service: each slow
@@ -189,9 +185,16 @@ func TestChaosSlowClients(t *testing.T) {
 			t.Errorf("a normal request failed: %d %v %s", bad[0].Status, bad[0].Err, bad[0].Reply)
 		}
 	}
+	// Within twice the unloaded p99, or within one scheduling period of it
+	// when that is more: a sub-millisecond p99 doubled is finer than the
+	// machine can resolve. On 2 cores shared with other processes, a
+	// request ready to run can wait for a whole CFS scheduling period
+	// (sched_latency 6 ms × (1 + log2 2 CPUs) = 12 ms) whatever the service
+	// does, while slow clients that starved the service would cost seconds.
+	const schedulingPeriod = 12 * time.Millisecond
 	p99u, p99l := unloaded.Percentile(99, nil), loaded.Percentile(99, nil)
-	if p99l > 2*p99u {
-		t.Errorf("a normal client's p99 was %v among the slow clients, over twice its unloaded %v", p99l, p99u)
+	if bound := max(2*p99u, p99u+schedulingPeriod); p99l > bound {
+		t.Errorf("a normal client's p99 was %v among the slow clients, over %v (unloaded %v)", p99l, bound, p99u)
 	}
 
 	servicetest.Report(t, "slow-clients", "slow_conns=%d closed=%d header_close_max=%s(limit %s) body_close_max=%s(limit %s) p99_unloaded=%s p99_loaded=%s stall=%s normal_requests=%d peak_fds=%g max_fds=%g",
