@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -28,4 +29,20 @@ func NewAdminHandler(h *Health, reg *prometheus.Registry, enablePprof bool) http
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	return mux
+}
+
+// Sampling rates of the contention profiles that --pprof turns on: about one
+// in a hundred mutex contentions, and blocking events of a microsecond or
+// more. Off (the runtime's default) the mutex and block profiles are empty.
+const (
+	mutexProfileFraction = 100
+	blockProfileRateNs   = 1000
+)
+
+// EnableContentionProfiles starts the runtime's sampling of mutex contention
+// and blocking for /debug/pprof/mutex and /debug/pprof/block. It is
+// process-wide, so the caller decides, once: --pprof does.
+func EnableContentionProfiles() {
+	runtime.SetMutexProfileFraction(mutexProfileFraction)
+	runtime.SetBlockProfileRate(blockProfileRateNs)
 }

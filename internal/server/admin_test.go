@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,14 @@ func TestAdminPprof(t *testing.T) {
 				t.Errorf("GET %s with pprof=%v: status = %d, want %d", tt.path, tt.enabled, rec.Code, tt.status)
 			}
 		})
+	}
+}
+
+func TestEnableContentionProfiles(t *testing.T) {
+	before := runtime.SetMutexProfileFraction(-1) // -1 reads the rate without changing it
+	t.Cleanup(func() { runtime.SetMutexProfileFraction(before); runtime.SetBlockProfileRate(0) })
+	EnableContentionProfiles()
+	if got := runtime.SetMutexProfileFraction(-1); got != mutexProfileFraction {
+		t.Errorf("mutex profile fraction %d, want %d", got, mutexProfileFraction)
 	}
 }

@@ -38,6 +38,9 @@ type Servers struct {
 // serving for ShutdownDelay, then drains, and the admin listener goes last.
 func New(p Params) *Servers {
 	log := p.Log.Named("server")
+	if p.Options.Pprof {
+		EnableContentionProfiles()
+	}
 	health := NewHealth(p.Store, p.Options.ReadyTimeout, log)
 	s := &Servers{
 		Health: health,

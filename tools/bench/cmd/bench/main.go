@@ -47,6 +47,7 @@ type options struct {
 	timeout      time.Duration
 	keep         bool
 	checkTargets bool
+	profile      string
 }
 
 type harness struct {
@@ -83,6 +84,7 @@ func realMain() int {
 	fs.DurationVar(&o.timeout, "timeout", 8*time.Minute, "give up (and tear everything down) after this long")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, logs, Redis data); it is always kept after a failure")
 	fs.BoolVar(&o.checkTargets, "check-targets", false, "exit 1 when a target of issue 5 fails")
+	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop and save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}

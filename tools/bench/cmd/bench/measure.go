@@ -99,6 +99,15 @@ func (h *harness) measure(ctx context.Context, root string) error {
 			h.run.OTLPBytes[v.name] = v.sink.bytes.Load()
 		}
 	}
+	if h.opts.profile != "" {
+		for _, v := range variants {
+			if v.name == report.Service {
+				if err := h.profileService(ctx, v, h.opts.profile); err != nil {
+					return fmt.Errorf("profiling: %w", err)
+				}
+			}
+		}
+	}
 	if perfErr == nil {
 		h.allocs(ctx, root, perfTest)
 	}
