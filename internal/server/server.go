@@ -78,7 +78,7 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 	s.log.Info(s.name+" listening", zap.String("addr", ln.Addr().String()))
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(refusalListener{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error(s.name+" server failed", zap.Error(err))
 		}
 	}()

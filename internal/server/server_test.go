@@ -439,3 +439,53 @@ func TestHTTPServerClosesAfterChunkedBody(t *testing.T) {
 		t.Errorf("served %v, want /chunked /chunked /plain /smuggled", served)
 	}
 }
+
+// TestHTTPServerRefusesWithoutServerErrors sends the requests net/http
+// refuses itself with a 5xx (an unknown Transfer-Encoding: 501; an HTTP
+// version it does not speak: 505) and checks the client gets a 400 instead,
+// the connection closed, the handler never run; a normal request on the same
+// server still works.
+func TestHTTPServerRefusesWithoutServerErrors(t *testing.T) {
+	handled := 0
+	var mu sync.Mutex
+	s := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		handled++
+		mu.Unlock()
+		_, _ = io.WriteString(w, "hello")
+	}), HTTPOptions{ReadHeaderTimeout: 5 * time.Second})
+	exchange := func(raw string) string {
+		t.Helper()
+		conn, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, raw); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(conn) // to the server's close
+		return string(b)
+	}
+	for _, raw := range []string{
+		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n0\r\n\r\n",
+		"GET / HTTP/2.0\r\nHost: x\r\n\r\n",
+		"GET / HTTP/9.9\r\nHost: x\r\n\r\n",
+	} {
+		got := exchange(raw)
+		if !strings.HasPrefix(got, "HTTP/1.1 400 Bad Request") || !strings.Contains(got, "Connection: close\r\n") {
+			t.Errorf("%q: answered %q, want net/http's 400 refusal", raw, got)
+		}
+	}
+	if got := exchange("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); !strings.HasPrefix(got, "HTTP/1.1 200 OK") || !strings.HasSuffix(got, "hello") {
+		t.Errorf("a normal request answered %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if handled != 1 {
+		t.Errorf("the handler ran %d times, want once (for the normal request)", handled)
+	}
+}
