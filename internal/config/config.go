@@ -82,6 +82,8 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.DurationVar(&c.Redis.DialTimeout, "redis-dial-timeout", time.Second, "timeout to connect to Redis")
 	fs.DurationVar(&c.Redis.ReadTimeout, "redis-read-timeout", time.Second, "timeout of one Redis read")
 	fs.DurationVar(&c.Redis.WriteTimeout, "redis-write-timeout", time.Second, "timeout of one Redis write")
+	fs.IntVar(&c.Redis.MinReplicaAcks, "redis-min-replica-acks", 0, "answer a create 200 only once this many replicas acknowledged it (Redis WAIT), else 503 (the plant may be stored; a retry replays it); 0: do not wait")
+	fs.DurationVar(&c.Redis.ReplicaAckTimeout, "redis-replica-ack-timeout", 500*time.Millisecond, "how long a create waits for --redis-min-replica-acks replicas; below --store-timeout and --redis-read-timeout")
 	fs.DurationVar(&c.API.StoreTimeout, "store-timeout", time.Second, "deadline of a request's store operation; past it the request answers 503")
 	fs.DurationVar(&c.Server.ReadyTimeout, "ready-timeout", 500*time.Millisecond, "deadline of the store ping behind /readyz")
 
@@ -177,6 +179,20 @@ func (c Config) Validate() error {
 	}
 	if c.Redis.MaxRetries < -1 {
 		errs = append(errs, fmt.Errorf("--redis-max-retries must be -1 or more, got %d", c.Redis.MaxRetries))
+	}
+	if c.Redis.MinReplicaAcks < 0 {
+		errs = append(errs, fmt.Errorf("--redis-min-replica-acks must not be negative, got %d", c.Redis.MinReplicaAcks))
+	}
+	if c.Redis.MinReplicaAcks > 0 {
+		switch {
+		case len(c.Redis.Addrs) == 0:
+			errs = append(errs, errors.New("--redis-min-replica-acks needs --redis-addr: the embedded store has no replicas"))
+		case c.Redis.ReplicaAckTimeout <= 0:
+			errs = append(errs, fmt.Errorf("--redis-replica-ack-timeout must be positive, got %v", c.Redis.ReplicaAckTimeout))
+		case c.Redis.ReplicaAckTimeout >= c.API.StoreTimeout || c.Redis.ReplicaAckTimeout >= c.Redis.ReadTimeout:
+			errs = append(errs, fmt.Errorf("--redis-replica-ack-timeout (%v) must be below --store-timeout (%v) and --redis-read-timeout (%v), or a create times out before its replicas answer",
+				c.Redis.ReplicaAckTimeout, c.API.StoreTimeout, c.Redis.ReadTimeout))
+		}
 	}
 	if c.Redis.DB < 0 {
 		errs = append(errs, fmt.Errorf("--redis-db must not be negative, got %d", c.Redis.DB))

@@ -55,6 +55,8 @@ func Start(t testing.TB, extra ...string) *Server {
 	s.args = append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
+		// A replica's first sync starts at once, not after 5 s (7.0's default).
+		"--repl-diskless-sync-delay", "0",
 	}, extra...)
 	s.Restart()
 	t.Cleanup(s.Stop)

@@ -31,6 +31,11 @@ type RedisOptions struct {
 	TLSCAFile     string
 	TLSServerName string
 
+	// MinReplicaAcks > 0: a create answers 200 only after that many replicas
+	// acknowledged it (WAIT), within ReplicaAckTimeout; see WaitForReplicas.
+	MinReplicaAcks    int
+	ReplicaAckTimeout time.Duration
+
 	PoolSize     int
 	MaxRetries   int
 	DialTimeout  time.Duration

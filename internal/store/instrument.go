@@ -13,11 +13,14 @@ import (
 )
 
 // Store operation outcomes, as labelled on the duration histogram. A conflict
-// is an answer from the store, so it counts as ok.
+// is an answer from the store, so it counts as ok. unreplicated: the write
+// reached the master but too few replicas acknowledged it in time
+// (ErrNotReplicated, with --redis-min-replica-acks only).
 const (
-	outcomeOK          = "ok"
-	outcomeUnavailable = "unavailable"
-	outcomeError       = "error"
+	outcomeOK           = "ok"
+	outcomeUnavailable  = "unavailable"
+	outcomeUnreplicated = "unreplicated"
+	outcomeError        = "error"
 )
 
 // Instrumented times every operation of a Backend by operation and outcome.
@@ -32,7 +35,7 @@ type Instrumented struct {
 func Instrument(b Backend, reg prometheus.Registerer) (*Instrumented, error) {
 	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "plantstore", Subsystem: "store", Name: "operation_duration_seconds",
-		Help:                            "Time of store operations, by operation (create, ping) and outcome (ok, unavailable, error).",
+		Help:                            "Time of store operations, by operation (create, ping) and outcome (ok, unavailable, unreplicated, error).",
 		Buckets:                         telemetry.DurationBuckets(),
 		NativeHistogramBucketFactor:     1.1,
 		NativeHistogramMaxBucketNumber:  160,
@@ -43,7 +46,7 @@ func Instrument(b Backend, reg prometheus.Registerer) (*Instrumented, error) {
 	}
 	curry := func(op string) map[string]prometheus.Observer {
 		m := make(map[string]prometheus.Observer)
-		for _, o := range []string{outcomeOK, outcomeUnavailable, outcomeError} {
+		for _, o := range []string{outcomeOK, outcomeUnavailable, outcomeUnreplicated, outcomeError} {
 			m[o] = vec.WithLabelValues(op, o)
 		}
 		return m
@@ -71,6 +74,8 @@ func outcomeOf(err error) string {
 	switch {
 	case err == nil, errors.Is(err, plant.ErrConflict):
 		return outcomeOK
+	case errors.Is(err, ErrNotReplicated):
+		return outcomeUnreplicated
 	case errors.Is(err, plant.ErrUnavailable):
 		return outcomeUnavailable
 	default:

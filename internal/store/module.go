@@ -64,8 +64,9 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 			mode = "sentinel" // go-redis's failover client is a *redis.Client
 		}
 	}
-	log.Info("using redis", zap.Strings("addrs", o.Addrs), zap.String("mode", mode), zap.Bool("tls", o.TLS))
-	return Instrument(NewRedis(client, o.KeyPrefix), reg)
+	log.Info("using redis", zap.Strings("addrs", o.Addrs), zap.String("mode", mode), zap.Bool("tls", o.TLS),
+		zap.Int("min_replica_acks", o.MinReplicaAcks))
+	return Instrument(NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout), reg)
 }
 
 // Module provides the Backend, and it as the domain's plant.Repository.

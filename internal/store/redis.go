@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,11 +20,42 @@ import (
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
+	// acks > 0: a create answers only once that many replicas acknowledged
+	// it, waiting at most ackTimeout (see WaitForReplicas).
+	acks       int
+	ackTimeout time.Duration
 }
 
 // NewRedis returns a repository on client with keys named prefix+"plant:{id}".
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 	return &Redis{client: client, prefix: prefix}
+}
+
+// ErrNotReplicated means the plant reached the master but fewer replicas than
+// required acknowledged it within the timeout. It always comes wrapped with
+// plant.ErrUnavailable (the request answers 503): the plant may be stored,
+// and a retry of the same plant replays it, waiting for the replicas again.
+var ErrNotReplicated = errors.New("fewer replicas than required acknowledged the write")
+
+// WaitForReplicas makes every create wait until n replicas acknowledged it,
+// for at most timeout (n = 0: never wait, the default). The timeout must stay
+// below the client's read timeout and the request's deadline, or the wait
+// ends as a timeout instead of as an answer.
+//
+// A create sends SET key value NX GET and WAIT n timeout in one pipeline, on
+// one connection: WAIT counts the replicas that have acknowledged every write
+// this connection made, so it covers the SET. When the plant was already
+// stored (a replay, or a conflict), the SET wrote nothing and WAIT on this
+// connection would prove nothing about the earlier write, which may never
+// have reached a replica (its request may have answered 503). So a replay
+// rewrites the stored value unchanged (SET key stored XX, which propagates)
+// and waits again: a 200, created or replayed, means the plant was on the
+// master and n replicas acknowledged it. A conflict (409) is answered
+// whatever the replicas acknowledged (it promises nothing durable), though the
+// pipelined WAIT may hold it for up to the timeout.
+func (r *Redis) WaitForReplicas(n int, timeout time.Duration) *Redis {
+	r.acks, r.ackTimeout = n, timeout
+	return r
 }
 
 // Key is the Redis key of a plant id.
@@ -45,6 +77,9 @@ func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.O
 	if err != nil {
 		return plant.Plant{}, 0, fmt.Errorf("encoding plant %d: %w", p.ID, err)
 	}
+	if r.acks > 0 {
+		return r.createAcknowledged(ctx, p, value)
+	}
 	old, err := r.client.SetArgs(ctx, r.Key(p.ID), value, redis.SetArgs{Mode: "NX", Get: true}).Result()
 	if errors.Is(err, redis.Nil) {
 		return p, plant.Created, nil
@@ -52,6 +87,12 @@ func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.O
 	if err != nil {
 		return plant.Plant{}, 0, classify(fmt.Errorf("storing plant %d: %w", p.ID, err))
 	}
+	return r.existing(p, old)
+}
+
+// existing compares the plant already stored (old, its JSON) with p: the same
+// plant is a replay, another a conflict.
+func (r *Redis) existing(p plant.Plant, old string) (plant.Plant, plant.Outcome, error) {
 	var sp storedPlant
 	if err := json.Unmarshal([]byte(old), &sp); err != nil {
 		return plant.Plant{}, 0, fmt.Errorf("decoding stored plant %d: %w", p.ID, err)
@@ -61,6 +102,108 @@ func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.O
 		return stored, 0, fmt.Errorf("id %d: %w", p.ID, plant.ErrConflict)
 	}
 	return stored, plant.Replayed, nil
+}
+
+// createAcknowledged is Create when replicas must acknowledge: see
+// WaitForReplicas.
+func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, value []byte) (plant.Plant, plant.Outcome, error) {
+	key := r.Key(p.ID)
+	var set *redis.StatusCmd
+	err := r.pipelineWait(ctx, key, func(pipe redis.Pipeliner) {
+		set = pipe.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", Get: true})
+	})
+	if set == nil { // no connection to the master at all
+		return plant.Plant{}, 0, err
+	}
+	old, setErr := set.Result()
+	switch {
+	case errors.Is(setErr, redis.Nil):
+		if err != nil {
+			return plant.Plant{}, 0, fmt.Errorf("plant %d stored on the master: %w", p.ID, err)
+		}
+		return p, plant.Created, nil
+	case setErr != nil && redirected([]redis.Cmder{set}):
+		return plant.Plant{}, 0, err // the deadline passed while the slot moved
+	case setErr != nil:
+		return plant.Plant{}, 0, classify(fmt.Errorf("storing plant %d: %w", p.ID, setErr))
+	}
+	stored, outcome, cerr := r.existing(p, old)
+	if cerr != nil {
+		return stored, outcome, cerr
+	}
+	// A replay: make this connection write the stored value again, so that
+	// WAIT covers it (the value never changes once set: only SET NX writes).
+	err = r.pipelineWait(ctx, key, func(pipe redis.Pipeliner) {
+		pipe.SetArgs(ctx, key, old, redis.SetArgs{Mode: "XX"})
+	})
+	if err != nil {
+		return plant.Plant{}, 0, fmt.Errorf("plant %d already stored on the master: %w", p.ID, err)
+	}
+	return stored, outcome, nil
+}
+
+// pipelineWait sends the commands write adds, then WAIT, in one pipeline on
+// one connection to the master of key, and checks that enough replicas
+// acknowledged. It returns an error only for WAIT's failure or shortfall (the
+// caller reads its own commands' results).
+//
+// go-redis keeps a pipeline on one connection for a single node and Sentinel
+// (one *redis.Client), but a Cluster client sends a keyless WAIT to any
+// master; so in a Cluster the pipeline goes to the node client of the key's
+// master. A MOVED or ASK reply (a slot being resharded) reloads the slot map
+// and tries again until the request's deadline.
+func (r *Redis) pipelineWait(ctx context.Context, key string, write func(redis.Pipeliner)) error {
+	for {
+		c, err := r.masterFor(ctx, key)
+		if err != nil {
+			return classify(fmt.Errorf("finding the master of %s: %w", key, err))
+		}
+		var wait *redis.Cmd
+		cmds, _ := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			write(pipe)
+			wait = pipe.Do(ctx, "wait", r.acks, r.ackTimeout.Milliseconds())
+			return nil
+		})
+		if cc, ok := r.client.(*redis.ClusterClient); ok && redirected(cmds) {
+			cc.ReloadState(ctx)
+			select {
+			case <-ctx.Done():
+				return classify(fmt.Errorf("slot of %s moving: %w", key, ctx.Err()))
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
+		n, err := wait.Int64()
+		if err != nil {
+			return classify(fmt.Errorf("waiting for replicas: %w", err))
+		}
+		if n < int64(r.acks) {
+			return fmt.Errorf("%w: %d of %d replicas acknowledged within %v: %w", plant.ErrUnavailable, n, r.acks, r.ackTimeout, ErrNotReplicated)
+		}
+		return nil
+	}
+}
+
+// masterFor returns the client whose pipelines reach the master of key on
+// one connection.
+func (r *Redis) masterFor(ctx context.Context, key string) (redis.Cmdable, error) {
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		return cc.MasterForKey(ctx, key)
+	}
+	return r.client, nil
+}
+
+// redirected reports whether a node answered a command with MOVED or ASK.
+func redirected(cmds []redis.Cmder) bool {
+	for _, cmd := range cmds {
+		var reply redis.Error
+		if errors.As(cmd.Err(), &reply) {
+			if msg := reply.Error(); strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Get returns the plant stored under id.

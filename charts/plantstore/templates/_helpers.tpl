@@ -206,6 +206,9 @@ fails with the same clear message.
 {{- if and (include "plantstore.externalRedis.isCluster" .) (ne (int $v.config.redis.db) 0) }}
 {{- include "plantstore.fail" "config.redis.db must be 0 with a Redis Cluster (externalRedis.cluster, or several addresses without masterName)" }}
 {{- end }}
+{{- if and (gt (int $v.config.redis.minReplicaAcks) 0) (not $ext.addresses) }}
+{{- include "plantstore.fail" "config.redis.minReplicaAcks needs an external Redis with replicas (externalRedis.addresses, Sentinel or Cluster): the chart's Redis has none, so every create would answer 503" }}
+{{- end }}
 {{- if and $ext.existingSecret (not $ext.existingSecretKey) }}
 {{- include "plantstore.fail" "externalRedis.existingSecretKey is required with externalRedis.existingSecret: the key of the Redis password in that Secret" }}
 {{- end }}

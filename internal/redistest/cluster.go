@@ -1,0 +1,224 @@
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a Redis Cluster of masters (and replicas added later) on
+// loopback, owned by a test.
+type Cluster struct {
+	t testing.TB
+	// Masters hold the 16384 slots, spread evenly by redis-cli.
+	Masters  []*Server
+	Replicas []*Server
+	extra    []string
+	busPorts map[*Server]int
+}
+
+// CLI returns the path of redis-cli: $REDIS_CLI, then PATH, then Debian's
+// location.
+func CLI() (string, error) {
+	if p := os.Getenv("REDIS_CLI"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("redis-cli"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat("/usr/bin/redis-cli"); err == nil {
+		return "/usr/bin/redis-cli", nil
+	}
+	return "", fmt.Errorf("redis-cli not found: install it (apt-get install redis-tools) or set REDIS_CLI")
+}
+
+// startClusterNode starts a cluster-enabled redis-server with its own
+// cluster bus port (a free port, not port+10000, which may be taken).
+func (c *Cluster) startNode() *Server {
+	t := c.t
+	t.Helper()
+	bus, err := FreePort()
+	if err != nil {
+		t.Fatalf("finding a free port for the cluster bus: %v", err)
+	}
+	args := append([]string{
+		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", "1000", "--cluster-port", strconv.Itoa(bus),
+		// A replica takes over at once, whatever its link's age.
+		"--cluster-replica-validity-factor", "0",
+	}, c.extra...)
+	s := Start(t, args...)
+	c.busPorts[s] = bus
+	return s
+}
+
+// StartCluster starts masters cluster-enabled redis-servers (three when 0)
+// on free loopback ports, assigns the slots with redis-cli --cluster create
+// and waits until every node reports cluster_state:ok and knows every other.
+// extra is appended to every node's command line (e.g. AOF). Everything is
+// killed when the test ends; the test fails (never skips) when the cluster
+// cannot be formed.
+func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
+	t.Helper()
+	if masters == 0 {
+		masters = 3
+	}
+	c := &Cluster{t: t, extra: extra, busPorts: map[*Server]int{}}
+	args := []string{"--cluster", "create"}
+	for i := 0; i < masters; i++ {
+		s := c.startNode()
+		c.Masters = append(c.Masters, s)
+		args = append(args, s.Addr)
+	}
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	cli, err := CLI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	c.WaitOK(30 * time.Second)
+	return c
+}
+
+// Addrs are the masters' addresses, for --redis-addr.
+func (c *Cluster) Addrs() []string {
+	var addrs []string
+	for _, s := range c.Masters {
+		addrs = append(addrs, s.Addr)
+	}
+	return addrs
+}
+
+// Nodes are every node of the cluster, masters first.
+func (c *Cluster) Nodes() []*Server {
+	return append(append([]*Server(nil), c.Masters...), c.Replicas...)
+}
+
+// WaitOK waits until every running node reports cluster_state:ok, all 16384
+// slots assigned and every node known.
+func (c *Cluster) WaitOK(within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	want := strconv.Itoa(len(c.Nodes()))
+	for _, s := range c.Nodes() {
+		if s.cmd == nil {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			info, err := cl.ClusterInfo(ctx).Result()
+			cancel()
+			f := infoFields(info)
+			if err == nil && f["cluster_state"] == "ok" && f["cluster_slots_assigned"] == "16384" &&
+				f["cluster_slots_ok"] == "16384" && f["cluster_known_nodes"] == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = cl.Close()
+				c.t.Fatalf("cluster node %s not ok with %s nodes within %v: %v\n%s", s.Addr, want, within, err, info)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = cl.Close()
+	}
+}
+
+// NodeID is the cluster node id of s.
+func (c *Cluster) NodeID(s *Server) string {
+	c.t.Helper()
+	cl := redis.NewClient(&redis.Options{Addr: s.Addr})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	id, err := cl.Do(ctx, "cluster", "myid").Text()
+	if err != nil {
+		c.t.Fatalf("CLUSTER MYID on %s: %v", s.Addr, err)
+	}
+	return id
+}
+
+// AddReplica starts a node, joins it to the cluster as a replica of master
+// and waits until it is in sync and every node knows it.
+func (c *Cluster) AddReplica(master *Server) *Server {
+	c.t.Helper()
+	r := c.startNode()
+	masterID := c.NodeID(master)
+	cl := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer cl.Close()
+	host, port, _ := net.SplitHostPort(master.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// MEET names the cluster bus port: it is not port+10000 here.
+	if err := cl.Do(ctx, "cluster", "meet", host, port, c.busPorts[master]).Err(); err != nil {
+		c.t.Fatalf("CLUSTER MEET from %s: %v", r.Addr, err)
+	}
+	// REPLICATE needs the new node to know the master through gossip first.
+	for {
+		err := cl.ClusterReplicate(ctx, masterID).Err()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			c.t.Fatalf("CLUSTER REPLICATE %s on %s: %v (last: %v)", masterID, r.Addr, ctx.Err(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.Replicas = append(c.Replicas, r)
+	WaitReplicas(c.t, master, 1, 30*time.Second)
+	c.WaitOK(30 * time.Second)
+	return r
+}
+
+// MasterOfSlot returns the master serving slot, as the first running master
+// sees the slot map.
+func (c *Cluster) MasterOfSlot(ctx context.Context, slot int) (*Server, error) {
+	for _, s := range c.Masters {
+		if s.cmd == nil {
+			continue
+		}
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+		slots, err := cl.ClusterSlots(ctx).Result()
+		_ = cl.Close()
+		if err != nil {
+			continue
+		}
+		for _, r := range slots {
+			if slot >= int(r.Start) && slot <= int(r.End) && len(r.Nodes) > 0 {
+				for _, n := range c.Nodes() {
+					if n.Addr == r.Nodes[0].Addr {
+						return n, nil
+					}
+				}
+				return nil, fmt.Errorf("slot %d served by %s, not a node of the cluster", slot, r.Nodes[0].Addr)
+			}
+		}
+		return nil, fmt.Errorf("slot %d not assigned", slot)
+	}
+	return nil, fmt.Errorf("no master answered CLUSTER SLOTS")
+}
+
+// Dir is the server's data directory (its log is redis.log there).
+func (s *Server) Dir() string { return s.dir }
+
+// Log returns the server's log so far.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	return string(b)
+}
+
+// Running reports whether the process is started (and not stopped by Stop).
+func (s *Server) Running() bool { return s.cmd != nil }

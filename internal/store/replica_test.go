@@ -1,0 +1,237 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/store"
+	"github.com/plantstore/plantstore/internal/store/storetest"
+)
+
+// ackTimeout is short, so that the tests are; the 503 must come within it
+// plus scheduling slack.
+const ackTimeout = 300 * time.Millisecond
+
+// commandLog records the names of the commands a client sends, pipelined or
+// not.
+type commandLog struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (l *commandLog) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (l *commandLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		l.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (l *commandLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			l.add(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+func (l *commandLog) add(cmd redis.Cmder) {
+	l.mu.Lock()
+	l.names = append(l.names, cmd.Name())
+	l.mu.Unlock()
+}
+func (l *commandLog) sent(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.names, name)
+}
+
+func newClient(t *testing.T, o store.RedisOptions) redis.UniversalClient {
+	t.Helper()
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = time.Second, time.Second, time.Second
+	client, err := store.NewRedisClient(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+func create(r *store.Redis, id int64, name string) (plant.Outcome, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 900*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, outcome, err := r.Create(ctx, plant.Plant{ID: id, Name: name})
+	return outcome, time.Since(start), err
+}
+
+// wantNotReplicated checks a create failed for want of acknowledgements:
+// unavailable (503), ErrNotReplicated, within the ack timeout plus slack.
+func wantNotReplicated(t *testing.T, what string, outcome plant.Outcome, took time.Duration, err error) {
+	t.Helper()
+	if !errors.Is(err, plant.ErrUnavailable) || !errors.Is(err, store.ErrNotReplicated) {
+		t.Fatalf("%s: %v, %v; want ErrUnavailable and ErrNotReplicated", what, outcome, err)
+	}
+	if took < ackTimeout-10*time.Millisecond || took > ackTimeout+600*time.Millisecond {
+		t.Fatalf("%s took %v, want about the ack timeout %v", what, took, ackTimeout)
+	}
+}
+
+// TestRedisReplicaAcks: with a replica acknowledging, a create answers
+// Created and the replica holds the plant; with the replica stopped
+// (SIGSTOP), creates and replays fail with ErrNotReplicated within the ack
+// timeout; resumed, the replay succeeds.
+func TestRedisReplicaAcks(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.StartReplica(t, master)
+	var log commandLog
+	client := newClient(t, store.RedisOptions{Addrs: []string{master.Addr}})
+	client.AddHook(&log)
+	r := store.NewRedis(client, "plantstore:").WaitForReplicas(1, ackTimeout)
+	ctx := context.Background()
+
+	if outcome, _, err := create(r, 1, "Monstera"); err != nil || outcome != plant.Created {
+		t.Fatalf("Create with a replica = %v, %v; want Created", outcome, err)
+	}
+	if !log.sent("wait") {
+		t.Fatal("no WAIT sent with --redis-min-replica-acks 1")
+	}
+	// The replica acknowledged, so it holds the plant now.
+	if v, err := replica.Client().Get(ctx, r.Key(1)).Result(); err != nil || v != `{"name":"Monstera"}` {
+		t.Fatalf("replica has plant 1 = %q, %v", v, err)
+	}
+	if outcome, _, err := create(r, 1, "Monstera"); err != nil || outcome != plant.Replayed {
+		t.Fatalf("replay with a replica = %v, %v; want Replayed", outcome, err)
+	}
+	if _, _, err := create(r, 1, "Other"); !errors.Is(err, plant.ErrConflict) {
+		t.Fatalf("conflict with a replica = %v; want ErrConflict", err)
+	}
+
+	replica.Pause()
+	defer replica.Resume()
+	outcome, took, err := create(r, 2, "Fern")
+	wantNotReplicated(t, "create with the replica stopped", outcome, took, err)
+	// The master holds it: a 503 does not say the plant is absent.
+	if v, err := master.Client().Get(ctx, r.Key(2)).Result(); err != nil || v != `{"name":"Fern"}` {
+		t.Fatalf("master has plant 2 = %q, %v", v, err)
+	}
+	// A replay must not answer 200 on the strength of an earlier write that
+	// no replica acknowledged (plant 2), nor of one that was (plant 1): the
+	// replica is stopped now, so neither is being confirmed.
+	outcome, took, err = create(r, 2, "Fern")
+	wantNotReplicated(t, "replay of an unacknowledged plant", outcome, took, err)
+	outcome, took, err = create(r, 1, "Monstera")
+	wantNotReplicated(t, "replay with the replica stopped", outcome, took, err)
+	// A conflict is a conflict whatever the replicas (it promises nothing
+	// durable), though the pipelined WAIT may hold it for the ack timeout.
+	if _, took, err := create(r, 1, "Other"); !errors.Is(err, plant.ErrConflict) || took > ackTimeout+600*time.Millisecond {
+		t.Fatalf("conflict with the replica stopped = %v after %v; want ErrConflict", err, took)
+	}
+
+	replica.Resume()
+	redistest.WaitReplicas(t, master, 1, 10*time.Second)
+	if outcome, _, err := create(r, 2, "Fern"); err != nil || outcome != plant.Replayed {
+		t.Fatalf("retry after the replica came back = %v, %v; want Replayed", outcome, err)
+	}
+	if v, err := replica.Client().Get(ctx, r.Key(2)).Result(); err != nil || v != `{"name":"Fern"}` {
+		t.Fatalf("replica has plant 2 = %q, %v", v, err)
+	}
+}
+
+// TestRedisReplicaAcksOff: without the option no WAIT is sent, and a create
+// answers at once even with the only replica stopped.
+func TestRedisReplicaAcksOff(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.StartReplica(t, master)
+	var log commandLog
+	client := newClient(t, store.RedisOptions{Addrs: []string{master.Addr}})
+	client.AddHook(&log)
+	r := store.NewRedis(client, "plantstore:").WaitForReplicas(0, ackTimeout)
+	replica.Pause()
+	defer replica.Resume()
+	for i := range int64(5) {
+		if outcome, took, err := create(r, i, "x"); err != nil || outcome != plant.Created || took >= ackTimeout {
+			t.Fatalf("Create = %v, %v after %v; want Created at once", outcome, err, took)
+		}
+	}
+	if outcome, _, err := create(r, 1, "x"); err != nil || outcome != plant.Replayed {
+		t.Fatalf("replay = %v, %v", outcome, err)
+	}
+	if log.sent("wait") {
+		t.Fatal("WAIT sent with --redis-min-replica-acks 0")
+	}
+}
+
+// TestRedisReplicaAcksConformance: the option keeps every promise of the
+// repository contract.
+func TestRedisReplicaAcksConformance(t *testing.T) {
+	master := redistest.Start(t)
+	redistest.StartReplica(t, master)
+	storetest.Run(t, func(t *testing.T) storetest.Repository {
+		if err := master.Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return store.NewRedis(newClient(t, store.RedisOptions{Addrs: []string{master.Addr}}), "plantstore:").WaitForReplicas(1, ackTimeout)
+	})
+}
+
+// TestRedisReplicaAcksSentinel: through the Sentinel (failover) client the
+// SET and the WAIT share a connection too: acknowledged with the replica up,
+// ErrNotReplicated with it stopped.
+func TestRedisReplicaAcksSentinel(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+	client := newClient(t, store.RedisOptions{Addrs: g.SentinelAddrs(), MasterName: g.MasterName})
+	r := store.NewRedis(client, "plantstore:").WaitForReplicas(1, ackTimeout)
+	if outcome, _, err := create(r, 1, "x"); err != nil || outcome != plant.Created {
+		t.Fatalf("Create through Sentinel = %v, %v; want Created", outcome, err)
+	}
+	g.Servers[1].Pause()
+	defer g.Servers[1].Resume()
+	outcome, took, err := create(r, 2, "y")
+	wantNotReplicated(t, "create through Sentinel with the replica stopped", outcome, took, err)
+}
+
+// TestRedisReplicaAcksCluster: in a Cluster the WAIT must reach the master of
+// the plant's slot on the SET's connection (go-redis would send a keyless
+// WAIT to any master). Only the first master has a replica, so creates whose
+// slot it serves are acknowledged and all others fail, every time.
+func TestRedisReplicaAcksCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	c.AddReplica(c.Masters[0])
+	client := newClient(t, store.RedisOptions{Addrs: c.Addrs()})
+	r := store.NewRedis(client, "plantstore:").WaitForReplicas(1, ackTimeout)
+	ctx := context.Background()
+	node := c.Masters[0].Client()
+	var acked, refused int
+	for id := int64(0); id < 12; id++ {
+		slot, err := node.ClusterKeySlot(ctx, r.Key(id)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		master, err := c.MasterOfSlot(ctx, int(slot))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcome, took, err := create(r, id, "x")
+		if master == c.Masters[0] {
+			if err != nil || outcome != plant.Created {
+				t.Fatalf("plant %d on the master with a replica: %v, %v; want Created", id, outcome, err)
+			}
+			acked++
+			continue
+		}
+		wantNotReplicated(t, "plant "+strconv.FormatInt(id, 10)+" on a master without replica", outcome, took, err)
+		refused++
+	}
+	if acked == 0 || refused == 0 {
+		t.Fatalf("%d acknowledged and %d refused: the ids did not cover both kinds of master", acked, refused)
+	}
+}
