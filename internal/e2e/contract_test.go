@@ -1,19 +1,77 @@
 package e2e
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/plantstore/plantstore/internal/redistest"
 )
 
+// redisModes are the Redis deployments the contract is checked on: each
+// starts its servers and returns the service's --redis-addr and a client
+// that reads any key.
+var redisModes = []struct {
+	name  string
+	start func(t *testing.T) (addr string, client goredis.UniversalClient)
+}{
+	{"single", func(t *testing.T) (string, goredis.UniversalClient) {
+		r := redistest.Start(t)
+		return r.Addr, r.Client()
+	}},
+	{"cluster", func(t *testing.T) (string, goredis.UniversalClient) {
+		c := redistest.StartCluster(t, 3)
+		client := goredis.NewClusterClient(&goredis.ClusterOptions{Addrs: c.Addrs()})
+		t.Cleanup(func() { _ = client.Close() })
+		return strings.Join(c.Addrs(), ","), client
+	}},
+}
+
 // TestContract walks every row of contract.md against the binary on real
-// Redis, checking status, headers and body shape as a client sees them.
+// Redis, a single node and a three-master Cluster, checking status, headers
+// and body shape as a client sees them.
 func TestContract(t *testing.T) {
-	redis := redistest.Start(t)
-	s := startService(t, options{RedisAddr: redis.Addr})
+	for _, mode := range redisModes {
+		t.Run(mode.name, func(t *testing.T) {
+			addr, client := mode.start(t)
+			contract(t, startService(t, options{RedisAddr: addr}), client)
+		})
+	}
+}
+
+// plantKeys lists the plant keys on every node (master) client reaches.
+func plantKeys(t *testing.T, client goredis.UniversalClient) []string {
+	t.Helper()
+	var (
+		mu   sync.Mutex // ForEachMaster calls scan concurrently
+		keys []string
+	)
+	scan := func(c *goredis.Client) error {
+		ks, err := c.Keys(t.Context(), "plantstore:plant:*").Result()
+		mu.Lock()
+		keys = append(keys, ks...)
+		mu.Unlock()
+		return err
+	}
+	var err error
+	switch c := client.(type) {
+	case *goredis.ClusterClient:
+		err = c.ForEachMaster(t.Context(), func(_ context.Context, n *goredis.Client) error { return scan(n) })
+	case *goredis.Client:
+		err = scan(c)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func contract(t *testing.T, s *service, redis goredis.UniversalClient) {
 	long := func(n int) string { return strings.Repeat("é", n) }
 
 	type check struct {
@@ -118,10 +176,7 @@ func TestContract(t *testing.T) {
 	}
 
 	t.Run("bad input changed nothing", func(t *testing.T) {
-		keys, err := redis.Client().Keys(t.Context(), "plantstore:plant:*").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		keys := plantKeys(t, redis)
 		// ids 0..8, 11 and the two int64 extremes were created; id 9 and 10 never were.
 		for _, k := range keys {
 			if k == "plantstore:plant:{9}" || k == "plantstore:plant:{10}" {
@@ -131,7 +186,7 @@ func TestContract(t *testing.T) {
 		if len(keys) != 12 {
 			t.Errorf("%d plants in Redis, want 12: %v", len(keys), keys)
 		}
-		v, err := redis.Client().Get(t.Context(), "plantstore:plant:{1}").Result()
+		v, err := redis.Get(t.Context(), "plantstore:plant:{1}").Result()
 		if err != nil || v != `{"name":"Monstera","tag":"tropical"}` {
 			t.Errorf("plant 1 = %q, %v; the conflicts must not change it", v, err)
 		}
