@@ -14,23 +14,19 @@ import (
 // refusalListener rewrites exactly these two answers, byte for byte as
 // net/http writes them straight to the connection, into 400s; the
 // connection is closed after them as before.
-var refusals = map[string]string{
-	"HTTP/1.1 501 Not Implemented" + plainClose + "Unsupported transfer encoding":                                                                         "HTTP/1.1 400 Bad Request: unsupported transfer encoding" + plainClose + "400 Bad Request: unsupported transfer encoding",
-	"HTTP/1.1 505 HTTP Version Not Supported: unsupported protocol version" + plainClose + "505 HTTP Version Not Supported: unsupported protocol version": "HTTP/1.1 400 Bad Request: unsupported protocol version" + plainClose + "400 Bad Request: unsupported protocol version",
+var refusals = [...]struct{ from, to string }{
+	{
+		from: "HTTP/1.1 501 Not Implemented" + plainClose + "Unsupported transfer encoding",
+		to:   "HTTP/1.1 400 Bad Request: unsupported transfer encoding" + plainClose + "400 Bad Request: unsupported transfer encoding",
+	},
+	{
+		from: "HTTP/1.1 505 HTTP Version Not Supported: unsupported protocol version" + plainClose + "505 HTTP Version Not Supported: unsupported protocol version",
+		to:   "HTTP/1.1 400 Bad Request: unsupported protocol version" + plainClose + "400 Bad Request: unsupported protocol version",
+	},
 }
 
 // plainClose are the headers of net/http's own refusals.
 const plainClose = "\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n"
-
-// refusalLengths are the lengths of the answers to rewrite: a write of any
-// other length goes through without a lookup.
-var refusalLengths = func() map[int]bool {
-	m := map[int]bool{}
-	for k := range refusals {
-		m[len(k)] = true
-	}
-	return m
-}()
 
 type refusalListener struct{ net.Listener }
 
@@ -53,9 +49,9 @@ type refusalConn struct {
 }
 
 func (c *refusalConn) Write(p []byte) (int, error) {
-	if refusalLengths[len(p)] {
-		if r, ok := refusals[string(p)]; ok {
-			if _, err := c.TCPConn.Write([]byte(r)); err != nil {
+	for _, r := range refusals {
+		if len(p) == len(r.from) && string(p) == r.from {
+			if _, err := c.TCPConn.Write([]byte(r.to)); err != nil {
 				return 0, err
 			}
 			return len(p), nil
