@@ -29,8 +29,7 @@ var aof = []string{"--appendonly", "yes", "--appendfsync", "everysec", "--aof-us
 // with redis-cli --cluster reshard. Answers are 200 or well-formed 503s (the
 // killed node's slots, or the whole cluster once it is marked failed, answer
 // 503 until it is back); no acknowledged plant may be missing afterwards;
-// and the plants must be spread over the masters: each holds at least a
-// fifth of them.
+// and the plants must be spread over the masters as the slots are.
 func TestChaosCluster(t *testing.T) {
 	phase := servicetest.Pick(time.Second, 5*time.Second)
 	outage := servicetest.Pick(time.Second, 5*time.Second)
@@ -97,7 +96,16 @@ func TestChaosCluster(t *testing.T) {
 		t.Fatalf("no create acknowledged: %v", res)
 	}
 
-	// The plants are spread over the masters.
+	// The plants are spread over the masters as the slots are: each holds
+	// its share of the slots' worth of plants, within 5 points.
+	slotMap, err := client.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := map[string]int{}
+	for _, r := range slotMap {
+		owned[r.Nodes[0].Addr] += int(r.End-r.Start) + 1
+	}
 	var shares []string
 	var total int64
 	counts := make([]int64, len(c.Masters))
@@ -110,10 +118,10 @@ func TestChaosCluster(t *testing.T) {
 		total += n
 	}
 	for i, n := range counts {
-		share := float64(n) / float64(total)
-		shares = append(shares, fmt.Sprintf("%.0f%%", 100*share))
-		if share < 0.2 {
-			t.Errorf("master %d holds %d of %d plants (%.1f%%), less than a fifth", i, n, total, 100*share)
+		share, slotShare := float64(n)/float64(total), float64(owned[c.Masters[i].Addr])/16384
+		shares = append(shares, fmt.Sprintf("%.1f%%(slots %.1f%%)", 100*share, 100*slotShare))
+		if n == 0 || share < slotShare-0.05 || share > slotShare+0.05 {
+			t.Errorf("master %d holds %d of %d plants (%.1f%%) for %.1f%% of the slots", i, n, total, 100*share, 100*slotShare)
 		}
 	}
 	if total < int64(len(acked)) {
