@@ -78,7 +78,8 @@ func (s *HTTPServer) Start(ctx context.Context) error {
 	s.log.Info(s.name+" listening", zap.String("addr", ln.Addr().String()))
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(refusalListener{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		// net.ErrClosed: Shutdown closed the listener (see there).
+		if err := s.srv.Serve(refusalListener{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			s.log.Error(s.name+" server failed", zap.Error(err))
 		}
 	}()
@@ -99,12 +100,21 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 	if s.ln == nil {
 		return nil
 	}
+	// Close the listener before net/http's Shutdown, which first marks the
+	// server as shutting down, so that responses say "Connection: close"
+	// and their clients dial again, and only then closes its listeners. A
+	// dial landing in between waits in the kernel's accept queue of a
+	// listener about to close and is reset after its request went out,
+	// which a client cannot safely retry; with the listener closed first
+	// every such dial is refused, which a client can retry elsewhere.
+	// Serve returns on the closed listener; Shutdown drains what it left.
+	_ = s.ln.Close()
+	<-s.done
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		_ = s.srv.Close()
 		err = fmt.Errorf("draining the %s server: %w", s.name, err)
 	}
-	<-s.done
 	return err
 }
 

@@ -489,3 +489,55 @@ func TestHTTPServerRefusesWithoutServerErrors(t *testing.T) {
 		t.Errorf("the handler ran %d times, want once (for the normal request)", handled)
 	}
 }
+
+// TestHTTPServerShutdownRefusesReconnects: once a response tells its client
+// to reconnect (every response during a shutdown says "Connection: close"),
+// the listener already refuses the reconnection. Were it still open, the
+// dial would wait in the accept queue of a listener about to close and be
+// reset after its request went out, a request the client cannot safely
+// retry; TestChaosSIGTERM (internal/chaos) saw such a reset under load.
+func TestHTTPServerShutdownRefusesReconnects(t *testing.T) {
+	for range 20 {
+		s := startServer(t, okHandler(), HTTPOptions{})
+		addr := s.Addr().String()
+		// Two idle connections kept for four clients: the others dial
+		// afresh all the time, as they would have to during a shutdown.
+		transport := &http.Transport{MaxIdleConnsPerHost: 2}
+		client := &http.Client{Timeout: 10 * time.Second, Transport: transport}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					resp, err := client.Get("http://" + addr + "/")
+					if err != nil {
+						return // refused: shut down
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.Close {
+						if !refuses(addr) {
+							t.Errorf("a response said Connection: close while the listener still accepted")
+						}
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(20 * time.Millisecond)
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			done <- s.Shutdown(ctx)
+		}()
+		wg.Wait()
+		// A connection the transport dialled but never used counts as
+		// active to net/http for 5 s; close those from this side.
+		transport.CloseIdleConnections()
+		if err := <-done; err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	}
+}
