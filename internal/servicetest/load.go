@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptrace"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +70,9 @@ type Record struct {
 	// FirstRefusal is when a connection for it was first refused (zero when
 	// none was): with RetryRefused the request may still have succeeded later.
 	FirstRefusal time.Time
+	// Reused says the last attempt went out on a kept-alive connection
+	// rather than a new one.
+	Reused bool
 }
 
 // Load is a running load generator.
@@ -170,6 +174,9 @@ func (l *Load) send(ctx context.Context, client *http.Client, base string, opts 
 				req.Header.Set(k, v)
 			}
 		}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) { rec.Reused = info.Reused },
+		}))
 		start := time.Now()
 		resp, err := client.Do(req)
 		if err == nil {
@@ -182,7 +189,9 @@ func (l *Load) send(ctx context.Context, client *http.Client, base string, opts 
 			rec.Err = err
 			rec.Refused = errors.Is(err, syscall.ECONNREFUSED)
 			if rec.Refused && rec.FirstRefusal.IsZero() {
-				rec.FirstRefusal = start
+				// When the refusal came, not when the attempt began: the
+				// transport may first have tried a kept-alive connection.
+				rec.FirstRefusal = time.Now()
 			}
 			if rec.Refused && opts.RetryRefused && ctx.Err() == nil {
 				select {
