@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -52,7 +51,10 @@ func (c *Cluster) startNode() *Server {
 	}
 	args := append([]string{
 		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "1000", "--cluster-port", strconv.Itoa(bus),
+		// Small, for quick failure detection, yet above the stalls of a
+		// loaded 2-core machine (over a second has been seen), which would
+		// otherwise mark live nodes failed and take the cluster down.
+		"--cluster-node-timeout", "3000", "--cluster-port", strconv.Itoa(bus),
 		// A replica takes over at once, whatever its link's age.
 		"--cluster-replica-validity-factor", "0",
 	}, c.extra...)
@@ -62,8 +64,7 @@ func (c *Cluster) startNode() *Server {
 }
 
 // StartCluster starts masters cluster-enabled redis-servers (three when 0)
-// on free loopback ports, assigns the slots with redis-cli --cluster create
-// and waits until every node reports cluster_state:ok and knows every other.
+// on free loopback ports, assigns each an even range of the slots and waits until every node reports cluster_state:ok and knows every other.
 // extra is appended to every node's command line (e.g. AOF). Everything is
 // killed when the test ends; the test fails (never skips) when the cluster
 // cannot be formed.
@@ -73,23 +74,31 @@ func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 		masters = 3
 	}
 	c := &Cluster{t: t, extra: extra, busPorts: map[*Server]int{}}
-	args := []string{"--cluster", "create"}
 	for i := 0; i < masters; i++ {
-		s := c.startNode()
-		c.Masters = append(c.Masters, s)
-		args = append(args, s.Addr)
+		c.Masters = append(c.Masters, c.startNode())
 	}
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	cli, err := CLI()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// What redis-cli --cluster create does, without its one-second polls:
+	// each master takes an even range of slots and its own config epoch,
+	// then meets the first.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
-		t.Fatalf("redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+	for i, s := range c.Masters {
+		cl := redis.NewClient(&redis.Options{Addr: s.Addr})
+		start, end := i*16384/masters, (i+1)*16384/masters-1
+		err := cl.Do(ctx, "cluster", "addslotsrange", start, end).Err()
+		if err == nil {
+			err = cl.Do(ctx, "cluster", "set-config-epoch", i+1).Err()
+		}
+		if err == nil && i > 0 {
+			host, port, _ := net.SplitHostPort(c.Masters[0].Addr)
+			err = cl.Do(ctx, "cluster", "meet", host, port, c.busPorts[c.Masters[0]]).Err()
+		}
+		_ = cl.Close()
+		if err != nil {
+			t.Fatalf("forming the cluster on %s: %v", s.Addr, err)
+		}
 	}
-	c.WaitOK(30 * time.Second)
+	c.WaitOK(60 * time.Second)
 	return c
 }
 

@@ -133,9 +133,22 @@ func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, value []b
 	}
 	// A replay: make this connection write the stored value again, so that
 	// WAIT covers it (the value never changes once set: only SET NX writes).
+	var rewrite *redis.StatusCmd
 	err = r.pipelineWait(ctx, key, func(pipe redis.Pipeliner) {
-		pipe.SetArgs(ctx, key, old, redis.SetArgs{Mode: "XX"})
+		rewrite = pipe.SetArgs(ctx, key, old, redis.SetArgs{Mode: "XX"})
 	})
+	if rewrite == nil {
+		return plant.Plant{}, 0, err
+	}
+	switch rerr := rewrite.Err(); {
+	case errors.Is(rerr, redis.Nil):
+		// The key vanished between the two round trips: a failover to a
+		// replica that never had it. Nothing vouches for the plant now; a
+		// retry creates it again.
+		return plant.Plant{}, 0, fmt.Errorf("%w: plant %d no longer on the master (lost in a failover?)", plant.ErrUnavailable, p.ID)
+	case rerr != nil && !redirected([]redis.Cmder{rewrite}):
+		return plant.Plant{}, 0, classify(fmt.Errorf("rewriting plant %d: %w", p.ID, rerr))
+	}
 	if err != nil {
 		return plant.Plant{}, 0, fmt.Errorf("plant %d already stored on the master: %w", p.ID, err)
 	}
