@@ -49,7 +49,7 @@ const storeTimeout = 500 * time.Millisecond
 const schedulingMargin = 500 * time.Millisecond
 
 // patientStore are store deadlines for the scenarios that are not about the
-// store (slow clients, token rotation, soak): a 5xx there must come from
+// store (SIGTERM, slow clients, token rotation, soak): a 5xx there must come from
 // what the scenario does, not from a process the loaded 2-core machine
 // starved past servicetest's 500 ms store timeout (stalls of over a second
 // have been measured while other test binaries compile).

@@ -85,7 +85,7 @@ func TestChaosSIGTERM(t *testing.T) {
 
 	t.Run("drain", func(t *testing.T) {
 		s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr,
-			Extra: []string{"--shutdown-delay", delay.String(), "--shutdown-timeout", grace.String()}})
+			Extra: append([]string{"--shutdown-delay", delay.String(), "--shutdown-timeout", grace.String()}, patientStore...)})
 		load := servicetest.StartLoad(s, servicetest.LoadOptions{Workers: 8, RetryRefused: true, IdempotencyKey: true})
 		ready := startProbe(10*time.Millisecond, s.Ready)
 		listener := startProbe(10*time.Millisecond, func() (int, error) { return dialStatus(strings.TrimPrefix(s.API, "http://")) })
