@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -75,19 +76,19 @@ func (r Reply) ErrorCode(t testing.TB) int32 {
 // Code is ErrorCode for callers that are not a test's goroutine.
 func (r Reply) Code() (int32, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		return 0, fmtErr("status %d: Content-Type %q, want application/json; body %s", r.Status, ct, r.Body)
+		return 0, fmt.Errorf("status %d: Content-Type %q, want application/json; body %s", r.Status, ct, r.Body)
 	}
 	var e errorBody
 	dec := json.NewDecoder(bytes.NewReader(r.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
-		return 0, fmtErr("status %d: body is not an Error: %v: %s", r.Status, err, r.Body)
+		return 0, fmt.Errorf("status %d: body is not an Error: %v: %s", r.Status, err, r.Body)
 	}
 	if e.Error == nil || e.Message == nil || *e.Message == "" {
-		return 0, fmtErr("status %d: Error body lacks error or message: %s", r.Status, r.Body)
+		return 0, fmt.Errorf("status %d: Error body lacks error or message: %s", r.Status, r.Body)
 	}
 	if int(*e.Error)/100 != r.Status {
-		return 0, fmtErr("error code %d does not match status %d", *e.Error, r.Status)
+		return 0, fmt.Errorf("error code %d does not match status %d", *e.Error, r.Status)
 	}
 	return *e.Error, nil
 }

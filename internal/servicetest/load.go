@@ -99,9 +99,12 @@ func StartLoad(s *Service, opts LoadOptions) *Load {
 	if opts.Token == "" {
 		opts.Token = s.Token
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	var ctx context.Context
+	var cancel context.CancelFunc
 	if opts.Duration > 0 {
 		ctx, cancel = context.WithTimeout(context.Background(), opts.Duration)
+	} else {
+		ctx, cancel = context.WithCancel(context.Background())
 	}
 	l := &Load{
 		cancel: cancel,

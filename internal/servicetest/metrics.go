@@ -12,8 +12,6 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-func fmtErr(format string, args ...any) error { return fmt.Errorf(format, args...) }
-
 // Scrape fetches the admin /metrics with the given Accept header and checks
 // it was answered in that format.
 func (s *Service) Scrape(t testing.TB, accept string) string {

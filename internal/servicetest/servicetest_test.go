@@ -67,8 +67,10 @@ func TestLoad(t *testing.T) {
 	if n := len(res.Acknowledged()); n != 180 {
 		t.Fatalf("%d acknowledged, want 180", n)
 	}
-	if len(conns) > 4 {
-		t.Fatalf("%d connections for 4 workers: keep-alive not used", len(conns))
+	// About one per worker: the transport may dial a spare while a worker
+	// waits for a connection another is about to release.
+	if len(conns) > 8 {
+		t.Fatalf("%d connections for 4 workers and 200 requests: keep-alive not used", len(conns))
 	}
 }
 
