@@ -37,9 +37,12 @@ func main() {
 	}
 	sig := <-a.Wait()
 	// A second signal while draining means "now": exit without waiting.
+	// Subscribe before the drain starts, not in the goroutine: until the
+	// goroutine ran, a second signal went only to fx, which ignores it, and
+	// the process drained on (TestChaosSIGTERM saw it under CPU contention).
+	second := make(chan os.Signal, 1)
+	signal.Notify(second, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
-		second := make(chan os.Signal, 1)
-		signal.Notify(second, syscall.SIGINT, syscall.SIGTERM)
 		<-second
 		fmt.Fprintln(os.Stderr, "plantstore: second signal, exiting at once")
 		os.Exit(1)
