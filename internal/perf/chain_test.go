@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -66,8 +67,10 @@ func BenchmarkChain(b *testing.B) {
 		for _, mode := range modes {
 			b.Run("store="+backend+"/telemetry="+mode.name, func(b *testing.B) {
 				var repo store.Backend = store.NewMemory()
+				var client redis.UniversalClient
 				if backend != "memory" {
-					client, err := store.NewRedisClient(store.RedisOptions{Addrs: []string{redisServer.Addr},
+					var err error
+					client, err = store.NewRedisClient(store.RedisOptions{Addrs: []string{redisServer.Addr},
 						DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 					if err != nil {
 						b.Fatal(err)
@@ -75,7 +78,7 @@ func BenchmarkChain(b *testing.B) {
 					defer client.Close()
 					repo = store.NewRedis(client, "bench:")
 				}
-				handler, shutdown := chain(b, repo, mode, sink)
+				handler, shutdown := chain(b, repo, client, mode, sink)
 				defer shutdown()
 				var id atomic.Int64
 				id.Store(time.Now().UnixNano()) // fresh ids on every run
@@ -137,8 +140,9 @@ func serveOne(b *testing.B, handler http.Handler, w *discardWriter, id int64) {
 }
 
 // chain builds the API handler the way the service does, with or without
-// telemetry.
-func chain(b *testing.B, repo store.Backend, mode telemetryMode, sinkURL string) (http.Handler, func()) {
+// telemetry; client, when not nil, is the Redis client under repo, whose
+// commands are traced as the service traces them.
+func chain(b *testing.B, repo store.Backend, client redis.UniversalClient, mode telemetryMode, sinkURL string) (http.Handler, func()) {
 	b.Helper()
 	keyring := auth.NewKeyring(auth.NewTokenSet(benchToken))
 	if !mode.on {
@@ -156,6 +160,11 @@ func chain(b *testing.B, repo store.Backend, mode telemetryMode, sinkURL string)
 	tracing, err := telemetry.NewTracing(context.Background(), version.Get())
 	if err != nil {
 		b.Fatal(err)
+	}
+	if client != nil {
+		if err := store.TraceCommands(client, tracing.Provider); err != nil {
+			b.Fatal(err)
+		}
 	}
 	reg := telemetry.NewRegistry(version.Get())
 	// The production logger, writing to nowhere.

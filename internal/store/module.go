@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -35,20 +36,8 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 	}
 	lc.Append(fx.StopHook(client.Close))
 	if tracing.Exporting {
-		// A span per Redis command, without the command's arguments: they
-		// hold plant data, and AUTH would hold a password.
-		if err := redisotel.InstrumentTracing(client,
-			redisotel.WithTracerProvider(tracing.Provider),
-			redisotel.WithDBStatement(false),
-			// No build-machine paths in spans.
-			redisotel.WithCallerEnabled(false),
-			// The readiness probe's PING would start a root trace every few
-			// seconds; AUTH is never traced.
-			redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {
-				return cmd.Name() == "ping" || redisotel.DefaultCommandFilter(cmd)
-			}),
-		); err != nil {
-			return nil, fmt.Errorf("tracing redis: %w", err)
+		if err := TraceCommands(client, tracing.Provider); err != nil {
+			return nil, err
 		}
 	}
 	if err := reg.Register(NewPoolCollector(client.PoolStats)); err != nil {
@@ -67,6 +56,28 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 	log.Info("using redis", zap.Strings("addrs", o.Addrs), zap.String("mode", mode), zap.Bool("tls", o.TLS),
 		zap.Int("min_replica_acks", o.MinReplicaAcks))
 	return Instrument(NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout), reg)
+}
+
+// TraceCommands gives every Redis command of client a span from tp, a child
+// of the request's, without the command's arguments: they hold plant data,
+// and AUTH would hold a password. A request whose span records nothing gets
+// no command spans at all (telemetry.ClientSpans).
+func TraceCommands(client redis.UniversalClient, tp trace.TracerProvider) error {
+	err := redisotel.InstrumentTracing(client,
+		redisotel.WithTracerProvider(telemetry.ClientSpans(tp)),
+		redisotel.WithDBStatement(false),
+		// No build-machine paths in spans.
+		redisotel.WithCallerEnabled(false),
+		// The readiness probe's PING would start a root trace every few
+		// seconds; AUTH is never traced.
+		redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {
+			return cmd.Name() == "ping" || redisotel.DefaultCommandFilter(cmd)
+		}),
+	)
+	if err != nil {
+		return fmt.Errorf("tracing redis: %w", err)
+	}
+	return nil
 }
 
 // Module provides the Backend, and it as the domain's plant.Repository.
