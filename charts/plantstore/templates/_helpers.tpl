@@ -259,9 +259,10 @@ otel.resourceAttributes.
 
 {{/*
 redis.conf of the chart's Redis. Durability: the append-only file (AOF) logs every write and is
-replayed at start; appendfsync everysec fsyncs it once a second, so a crash of the node loses at most
-about the last second of acknowledged plants (a crash of Redis alone loses nothing: the kernel has the
-data). The password is not here: the container writes it to /run/redis/auth.conf (memory-backed
+replayed at start; with appendfsync always (the default) Redis writes and fsyncs it before it answers,
+so no acknowledged plant is lost to a crash of Redis or of the node. everysec fsyncs once a second and,
+while a slow fsync runs, postpones the write past the answer: up to about two seconds of acknowledged
+plants can then be lost. The password is not here: the container writes it to /run/redis/auth.conf (memory-backed
 emptyDir) from the Secret at start, so it never appears in a ConfigMap or on a command line.
 */}}
 {{- define "plantstore.redis.conf" -}}

@@ -62,3 +62,20 @@ func TestNewToken(t *testing.T) {
 		t.Errorf("newToken = %q, %q", tok, line)
 	}
 }
+
+func TestChartAppendfsync(t *testing.T) {
+	root, err := findRepo("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := chartAppendfsync(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "always" && got != "everysec" && got != "no" {
+		t.Errorf("chart's appendfsync %q, want always, everysec or no", got)
+	}
+	if _, err := chartAppendfsync(t.TempDir()); err == nil {
+		t.Error("no error without a chart")
+	}
+}

@@ -47,12 +47,15 @@ func (h *harness) measure(ctx context.Context, root string) error {
 	if perfErr != nil {
 		h.run.AllocsError = "building the benchmark: " + perfErr.Error()
 	}
+	if h.run.Appendfsync, err = chartAppendfsync(root); err != nil {
+		return err
+	}
 	redisAddr, rdb, err := h.startRedis(ctx)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	h.logf("%s on %s (AOF on, appendfsync everysec)", h.run.Machine.Redis, redisAddr)
+	h.logf("%s on %s (AOF on, appendfsync %s)", h.run.Machine.Redis, redisAddr, h.run.Appendfsync)
 
 	token, line := newToken()
 	h.token = token

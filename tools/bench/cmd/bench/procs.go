@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -141,7 +142,7 @@ func (h *harness) startRedis(ctx context.Context) (string, *redis.Client, error)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	args := []string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "yes", "--dir", dir,
-		"--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction",
+		"--appendonly", "yes", "--appendfsync", h.run.Appendfsync, "--maxmemory-policy", "noeviction",
 		// No RDB snapshots: their forks would land in a phase at random.
 		"--save", "",
 		"--logfile", filepath.Join(dir, "redis.log"),
@@ -339,4 +340,20 @@ func countAccessLines(path string) int64 {
 // harness dies.
 func procAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// chartAppendfsync is the AOF fsync policy the chart runs its Redis with
+// (redis.appendfsync in charts/plantstore/values.yaml under root), so that
+// Redis is measured as it is deployed.
+func chartAppendfsync(root string) (string, error) {
+	path := filepath.Join(root, "charts", "plantstore", "values.yaml")
+	values, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile(`(?m)^  appendfsync: (\w+)$`).FindSubmatch(values)
+	if m == nil {
+		return "", fmt.Errorf("no redis.appendfsync in %s", path)
+	}
+	return string(m[1]), nil
 }

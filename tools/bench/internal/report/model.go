@@ -87,6 +87,7 @@ type Run struct {
 	Date          time.Time
 	Command       string
 	Machine       Machine
+	Appendfsync   string // Redis's AOF fsync policy, the chart's
 	Short         bool
 	Rounds        []Round
 	Fractions     []float64 // of the service peak, e.g. 0.25 0.5 0.75
