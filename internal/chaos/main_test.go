@@ -9,7 +9,6 @@ package chaos
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -21,18 +20,7 @@ import (
 // binary is the service built once for the whole package.
 var binary string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	var err error
-	binary, cleanup, err = servicetest.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servicetest.Main(m, &binary) }
 
 // storeTimeout is servicetest's --store-timeout: the longest a request may
 // wait for Redis before it answers 503.

@@ -36,6 +36,21 @@ func Build() (binary string, cleanup func(), err error) {
 	return binary, cleanup, nil
 }
 
+// Main is the TestMain of a package of tests of the built service: it builds
+// the binary into *binary once for the package, runs the tests, removes the
+// binary and exits with the tests' status.
+func Main(m *testing.M, binary *string) {
+	bin, cleanup, err := Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*binary = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
 // Options choose how the service is started.
 type Options struct {
 	RedisAddr string   // empty: the embedded store

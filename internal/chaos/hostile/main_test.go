@@ -9,8 +9,6 @@
 package hostile
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/servicetest"
@@ -19,15 +17,4 @@ import (
 // binary is the service built once for the whole package.
 var binary string
 
-func TestMain(m *testing.M) {
-	var cleanup func()
-	var err error
-	binary, cleanup, err = servicetest.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servicetest.Main(m, &binary) }
