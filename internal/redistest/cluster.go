@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -28,16 +27,7 @@ type Cluster struct {
 // CLI returns the path of redis-cli: $REDIS_CLI, then PATH, then Debian's
 // location.
 func CLI() (string, error) {
-	if p := os.Getenv("REDIS_CLI"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("redis-cli"); err == nil {
-		return p, nil
-	}
-	if _, err := os.Stat("/usr/bin/redis-cli"); err == nil {
-		return "/usr/bin/redis-cli", nil
-	}
-	return "", fmt.Errorf("redis-cli not found: install it (apt-get install redis-tools) or set REDIS_CLI")
+	return find("redis-cli", "REDIS_CLI", "apt-get install redis-tools")
 }
 
 // startClusterNode starts a cluster-enabled redis-server with its own

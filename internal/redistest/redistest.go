@@ -30,16 +30,27 @@ type Server struct {
 // Binary returns the path of redis-server: $REDIS_SERVER, then PATH, then
 // Debian's location.
 func Binary() (string, error) {
-	if p := os.Getenv("REDIS_SERVER"); p != "" {
+	return find("redis-server", "REDIS_SERVER", "apt-get install redis-server, or make test does it")
+}
+
+// find returns the path of the program name: the environment variable env,
+// then PATH, then Debian's /usr/bin; install says how to get it.
+func find(name, env, install string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
-	if p, err := exec.LookPath("redis-server"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
-		return "/usr/bin/redis-server", nil
+	if p := "/usr/bin/" + name; fileExists(p) {
+		return p, nil
 	}
-	return "", fmt.Errorf("redis-server not found: install it (apt-get install redis-server, or make test does it) or set REDIS_SERVER")
+	return "", fmt.Errorf("%s not found: install it (%s) or set %s", name, install, env)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // Start starts a redis-server on a free loopback port and stops it when the
