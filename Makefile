@@ -33,7 +33,7 @@ build: ## build the release binary into bin/
 run: build ## run the service on the embedded store with a generated token (prints it and a curl line)
 	./$(BIN) --dev $(RUN_FLAGS)
 
-test: test-go test-monitoring ## the whole suite: unit, real-Redis integration, end-to-end, fuzz seeds, dashboards and alerts
+test: test-go test-monitoring ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, dashboards and alerts
 
 test-go: redis-server ## the service's tests (go test -race ./...)
 	$(GO) test -race -count=1 ./...
