@@ -94,7 +94,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.IntVar(&c.Server.HTTP.MaxHeaderBytes, "http-max-header-bytes", 16<<10, "largest request header block, in bytes")
 	fs.DurationVar(&c.Server.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, how long to keep serving with /readyz failing before closing listeners (let load balancers notice)")
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish at shutdown")
-	fs.BoolVar(&c.Server.Pprof, "pprof", false, "serve /debug/pprof on the admin listener")
+	fs.BoolVar(&c.Server.Pprof, "pprof", false, "serve /debug/pprof on the admin listener, with mutex and block profiling on")
 
 	fs.Usage = func() { usage(fs) }
 	// --version is a command, not configuration: only the command line may
