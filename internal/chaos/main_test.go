@@ -131,20 +131,6 @@ func first(samples []probeSample, from time.Time, match func(probeSample) bool) 
 	return time.Time{}, false
 }
 
-// eventually polls cond every 20 ms until it holds or within has passed.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // ms formats a duration in milliseconds for the CHAOS lines, to the
 // microsecond below 10 ms (latency percentiles) and whole above.
 func ms(d time.Duration) string {

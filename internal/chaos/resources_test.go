@@ -58,7 +58,7 @@ func quiet(t *testing.T, s *servicetest.Service) servicetest.Resources {
 func settle(t *testing.T, s *servicetest.Service, base servicetest.Resources, concurrency int) (servicetest.Resources, error) {
 	t.Helper()
 	var now servicetest.Resources
-	ok := eventually(10*time.Second, func() bool {
+	ok := servicetest.Eventually(10*time.Second, 20*time.Millisecond, func() bool {
 		now = s.Resources(t)
 		return withinBaseline(base, now, concurrency) == nil
 	})

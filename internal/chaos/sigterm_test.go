@@ -98,7 +98,7 @@ func TestChaosSIGTERM(t *testing.T) {
 		s.SendSignal(t, syscall.SIGTERM)
 		// The request in flight spans the listener's close: finish it once
 		// new connections are refused.
-		if !eventually(delay+grace, func() bool {
+		if !servicetest.Eventually(delay+grace, 20*time.Millisecond, func() bool {
 			_, err := dialStatus(strings.TrimPrefix(s.API, "http://"))
 			return errors.Is(err, syscall.ECONNREFUSED)
 		}) {
@@ -174,7 +174,7 @@ func TestChaosSIGTERM(t *testing.T) {
 		defer load.Stop()
 		time.Sleep(500 * time.Millisecond)
 		s.SendSignal(t, syscall.SIGTERM)
-		if !eventually(5*time.Second, func() bool { st, _ := s.Ready(); return st == http.StatusServiceUnavailable }) {
+		if !servicetest.Eventually(5*time.Second, 20*time.Millisecond, func() bool { st, _ := s.Ready(); return st == http.StatusServiceUnavailable }) {
 			t.Fatalf("/readyz did not fail within 5 s of SIGTERM")
 		}
 		sent := time.Now()

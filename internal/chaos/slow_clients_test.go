@@ -138,7 +138,7 @@ func TestChaosSlowClients(t *testing.T) {
 		}()
 	}
 	// Let the slow connections pile up before measuring.
-	eventually(10*time.Second, func() bool { return open.Load() >= int64(conns*9/10) })
+	servicetest.Eventually(10*time.Second, 20*time.Millisecond, func() bool { return open.Load() >= int64(conns*9/10) })
 	peakFDs := s.Resources(t).OpenFDs
 	loadedDeadline := time.Now().Add(pressure)
 	var loaded servicetest.LoadResult

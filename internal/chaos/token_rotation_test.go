@@ -118,7 +118,7 @@ func TestChaosTokenRotation(t *testing.T) {
 		vol.update(t, "tokens", fmt.Sprintf("# version %d\n%s\n", i, digest(newTok)))
 		swapped := time.Now()
 		// Until both have changed (or clearly not in time), then a little longer.
-		eventually(bound+2*time.Second, func() bool {
+		servicetest.Eventually(bound+2*time.Second, 20*time.Millisecond, func() bool {
 			s.Token = newTok
 			accepted := s.Post(t, fmt.Sprintf(`{"id": %d, "name": "probe"}`, -i)).Status == http.StatusOK
 			s.Token = oldTok

@@ -93,13 +93,7 @@ func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 }
 
 // Addrs are the masters' addresses, for --redis-addr.
-func (c *Cluster) Addrs() []string {
-	var addrs []string
-	for _, s := range c.Masters {
-		addrs = append(addrs, s.Addr)
-	}
-	return addrs
-}
+func (c *Cluster) Addrs() []string { return addrs(c.Masters) }
 
 // Nodes are every node of the cluster, masters first.
 func (c *Cluster) Nodes() []*Server {

@@ -148,3 +148,12 @@ func (s *Server) Resume() {
 		s.t.Fatalf("resuming redis-server: %v", err)
 	}
 }
+
+// addrs are the servers' addresses.
+func addrs(servers []*Server) []string {
+	out := make([]string, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, s.Addr)
+	}
+	return out
+}

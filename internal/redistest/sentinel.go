@@ -210,13 +210,7 @@ sentinel parallel-syncs %s 1
 }
 
 // SentinelAddrs are the sentinels' addresses, for --redis-addr.
-func (g *SentinelGroup) SentinelAddrs() []string {
-	var addrs []string
-	for _, s := range g.Sentinels {
-		addrs = append(addrs, s.Addr)
-	}
-	return addrs
-}
+func (g *SentinelGroup) SentinelAddrs() []string { return addrs(g.Sentinels) }
 
 // WaitAgreed waits until every running sentinel names master as the master,
 // sees at least replicas replicas and the two other sentinels, and reports no

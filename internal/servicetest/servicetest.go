@@ -260,3 +260,18 @@ func (s *Service) Signal(t testing.TB, sig syscall.Signal, within time.Duration)
 	s.SendSignal(t, sig)
 	return s.Wait(t, within)
 }
+
+// Eventually polls cond every interval until it holds (true) or within has
+// passed (false).
+func Eventually(within, interval time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(interval)
+	}
+}

@@ -99,17 +99,3 @@ func firstOK(res *servicetest.LoadResult, from time.Time) (time.Time, bool) {
 
 // ms formats a duration in whole milliseconds for the CHAOS lines.
 func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
-
-// eventually polls cond every 50 ms until it holds or within has passed.
-func eventually(within time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(within)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

@@ -76,7 +76,7 @@ func sentinelFailover(t *testing.T, scenario string, extra []string) {
 
 	// Wait for the sentinels to name a new master, then keep the load on.
 	var promoted *redistest.Server
-	if !eventually(20*time.Second, func() bool {
+	if !servicetest.Eventually(20*time.Second, 50*time.Millisecond, func() bool {
 		m, err := g.CurrentMaster(ctx)
 		if err == nil && m != master {
 			promoted = m
