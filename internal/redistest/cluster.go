@@ -184,19 +184,19 @@ func (c *Cluster) MasterOfSlot(ctx context.Context, slot int) (*Server, error) {
 			continue
 		}
 		cl := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-		slots, err := cl.ClusterSlots(ctx).Result()
+		slots, err := SlotMap(ctx, cl)
 		_ = cl.Close()
 		if err != nil {
 			continue
 		}
 		for _, r := range slots {
-			if slot >= int(r.Start) && slot <= int(r.End) && len(r.Nodes) > 0 {
+			if slot >= r.Start && slot <= r.End {
 				for _, n := range c.Nodes() {
-					if n.Addr == r.Nodes[0].Addr {
+					if n.Addr == r.Master {
 						return n, nil
 					}
 				}
-				return nil, fmt.Errorf("slot %d served by %s, not a node of the cluster", slot, r.Nodes[0].Addr)
+				return nil, fmt.Errorf("slot %d served by %s, not a node of the cluster", slot, r.Master)
 			}
 		}
 		return nil, fmt.Errorf("slot %d not assigned", slot)
@@ -215,3 +215,35 @@ func (s *Server) Log() string {
 
 // Running reports whether the process is started (and not stopped by Stop).
 func (s *Server) Running() bool { return s.cmd != nil }
+
+// SlotRange is a range of hash slots and the address of the master that
+// serves it.
+type SlotRange struct {
+	Start, End int
+	Master     string
+}
+
+// SlotMap reads which master serves which slots (CLUSTER SHARDS) from the
+// node behind c.
+func SlotMap(ctx context.Context, c redis.Cmdable) ([]SlotRange, error) {
+	shards, err := c.ClusterShards(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	var out []SlotRange
+	for _, sh := range shards {
+		master := ""
+		for _, n := range sh.Nodes {
+			if n.Role == "master" {
+				master = net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+			}
+		}
+		if master == "" {
+			continue
+		}
+		for _, r := range sh.Slots {
+			out = append(out, SlotRange{Start: int(r.Start), End: int(r.End), Master: master})
+		}
+	}
+	return out, nil
+}

@@ -104,7 +104,7 @@ func ownKey(ctx context.Context, c *redis.Client) (string, error) {
 		return "redistest:sync", nil
 	}
 	myself := c.Options().Addr
-	slots, err := c.ClusterSlots(ctx).Result()
+	slots, err := SlotMap(ctx, c)
 	if err != nil {
 		return "", err
 	}
@@ -115,7 +115,7 @@ func ownKey(ctx context.Context, c *redis.Client) (string, error) {
 			return "", err
 		}
 		for _, r := range slots {
-			if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 && r.Nodes[0].Addr == myself {
+			if int64(r.Start) <= slot && slot <= int64(r.End) && r.Master == myself {
 				return key, nil
 			}
 		}
