@@ -209,8 +209,7 @@ func (x *exchange) hexTraceID(sc trace.SpanContext) string {
 		return ""
 	}
 	id := sc.TraceID()
-	hex.Encode(x.traceHex[:], id[:])
-	return unsafe.String(&x.traceHex[0], len(x.traceHex))
+	return hexInto(x.traceHex[:], id[:])
 }
 
 // hexSpanID is hexTraceID for the span id.
@@ -219,8 +218,15 @@ func (x *exchange) hexSpanID(sc trace.SpanContext) string {
 		return ""
 	}
 	id := sc.SpanID()
-	hex.Encode(x.spanHex[:], id[:])
-	return unsafe.String(&x.spanHex[0], len(x.spanHex))
+	return hexInto(x.spanHex[:], id[:])
+}
+
+// hexInto writes id in hex into buf, which must be twice as long and is
+// never written again while the string lives, and returns it as a string
+// sharing buf's bytes.
+func hexInto(buf, id []byte) string {
+	hex.Encode(buf, id)
+	return unsafe.String(&buf[0], len(buf))
 }
 
 // requestInfo travels down the handler chain in the context: the router

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -400,17 +401,7 @@ func TestHTTPServerClosesAfterChunkedBody(t *testing.T) {
 	}), HTTPOptions{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second})
 	send := func(raw string) (responses int) {
 		t.Helper()
-		conn, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if _, err := io.WriteString(conn, raw); err != nil {
-			t.Fatal(err)
-		}
-		_ = conn.(*net.TCPConn).CloseWrite()
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		br := bufio.NewReader(conn)
+		br := bufio.NewReader(bytes.NewReader(rawExchange(t, s.Addr().String(), raw)))
 		for {
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
@@ -456,17 +447,7 @@ func TestHTTPServerRefusesWithoutServerErrors(t *testing.T) {
 	}), HTTPOptions{ReadHeaderTimeout: 5 * time.Second})
 	exchange := func(raw string) string {
 		t.Helper()
-		conn, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		if _, err := io.WriteString(conn, raw); err != nil {
-			t.Fatal(err)
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
-		b, _ := io.ReadAll(conn) // to the server's close
-		return string(b)
+		return string(rawExchange(t, s.Addr().String(), raw))
 	}
 	for _, raw := range []string{
 		"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n0\r\n\r\n",
@@ -540,4 +521,23 @@ func TestHTTPServerShutdownRefusesReconnects(t *testing.T) {
 			t.Errorf("Shutdown: %v", err)
 		}
 	}
+}
+
+// rawExchange sends raw bytes on a new connection to addr, half-closes it
+// (so that the server reads on through anything behind a request) and
+// returns all the server wrote until it closed, or for at most 5 seconds.
+func rawExchange(t *testing.T, addr, raw string) []byte {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.(*net.TCPConn).CloseWrite()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(conn)
+	return b
 }
