@@ -6,8 +6,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -31,20 +34,37 @@ const RouteUnmatched = "unmatched"
 // metrics labelled by route template, and one access-log line.
 type Instrumentation struct {
 	duration   *prometheus.HistogramVec
+	buckets    []float64
 	inFlight   prometheus.Gauge
 	access     *zap.Logger
 	tracer     trace.TracerProvider
 	propagator propagation.TextMapPropagator
+	// series holds each labelled child of duration once looked up
+	// (seriesKey → *series): the vector's own lookup hashes and compares
+	// the label values on every request.
+	series sync.Map
+	// exemplarInterval is the least time between two exemplars of one
+	// bucket of one series.
+	exemplarInterval time.Duration
 }
+
+// exemplarInterval: Prometheus keeps one exemplar per bucket and scrapes
+// every 15 to 60 seconds, so fresher exemplars than this are never seen,
+// while each costs the trace id's string, a label map and a protobuf
+// message.
+const exemplarInterval = 100 * time.Millisecond
 
 // NewInstrumentation registers the HTTP metrics on reg. Spans go to tp,
 // access-log lines to log.
 func NewInstrumentation(reg prometheus.Registerer, tp trace.TracerProvider, prop propagation.TextMapPropagator, log *zap.Logger) (*Instrumentation, error) {
+	buckets := telemetry.DurationBuckets()
 	in := &Instrumentation{
+		buckets:          buckets,
+		exemplarInterval: exemplarInterval,
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "plantstore", Subsystem: "http", Name: "request_duration_seconds",
 			Help:                            "Time from the request's arrival to the end of its response, by method, route template and status code.",
-			Buckets:                         telemetry.DurationBuckets(),
+			Buckets:                         buckets,
 			NativeHistogramBucketFactor:     1.1,
 			NativeHistogramMaxBucketNumber:  160,
 			NativeHistogramMinResetDuration: time.Hour,
@@ -96,17 +116,62 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 		elapsed := time.Since(start)
 
 		sc := span.SpanContext()
+		s := in.seriesOf(method, x.info.route, statusLabel(x.rec.status))
 		if span.IsRecording() {
-			annotate(span, r, method, x.info.route, &x.rec)
+			annotate(span, r, method, x.info.route, s.spanName, &x.rec)
 		}
-		obs := in.duration.WithLabelValues(method, x.info.route, statusLabel(x.rec.status))
-		if ex, ok := obs.(prometheus.ExemplarObserver); ok && sc.IsSampled() {
-			ex.ObserveWithExemplar(elapsed.Seconds(), prometheus.Labels{"trace_id": sc.TraceID().String()})
-		} else {
-			obs.Observe(elapsed.Seconds())
-		}
+		in.observe(s, elapsed, sc)
 		in.logAccess(r, x, elapsed, sc)
 	})
+}
+
+// series is one child of the duration histogram, with what a request of its
+// labels needs beyond the observer.
+type series struct {
+	obs prometheus.Observer
+	ex  prometheus.ExemplarObserver // nil if obs keeps no exemplars
+	// lastExemplar is, per classic bucket (+Inf last), when it last got an
+	// exemplar, in Unix nanoseconds.
+	lastExemplar []atomic.Int64
+	// spanName is the server span's name, "METHOD /route", built once.
+	spanName string
+}
+
+type seriesKey struct{ method, route, code string }
+
+// seriesOf returns the series of the labels, making it on first use. The
+// labels are bounded (methodLabel, the route templates and RouteUnmatched,
+// the statuses the API sends), so the cache is too.
+func (in *Instrumentation) seriesOf(method, route, code string) *series {
+	key := seriesKey{method, route, code}
+	if s, ok := in.series.Load(key); ok {
+		return s.(*series)
+	}
+	s := &series{
+		obs:          in.duration.WithLabelValues(method, route, code),
+		lastExemplar: make([]atomic.Int64, len(in.buckets)+1),
+		spanName:     method + " " + route,
+	}
+	s.ex, _ = s.obs.(prometheus.ExemplarObserver)
+	actual, _ := in.series.LoadOrStore(key, s)
+	return actual.(*series)
+}
+
+// observe records a request's duration. A sampled request's trace id goes
+// with it as an exemplar unless its bucket got one within the last
+// exemplarInterval: per bucket, so that a rare slow request still leaves its
+// trace next to its bucket however many fast ones are sampled.
+func (in *Instrumentation) observe(s *series, elapsed time.Duration, sc trace.SpanContext) {
+	v := elapsed.Seconds()
+	if s.ex != nil && sc.IsSampled() {
+		last := &s.lastExemplar[sort.SearchFloat64s(in.buckets, v)] // the first bucket whose le ≥ v
+		now, prev := time.Now().UnixNano(), last.Load()
+		if now-prev >= int64(in.exemplarInterval) && last.CompareAndSwap(prev, now) {
+			s.ex.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	s.obs.Observe(v)
 }
 
 // exchange is the instrumentation's state of one request, in one allocation:
@@ -142,7 +207,7 @@ func newExchange(w http.ResponseWriter, incoming []string) *exchange {
 // annotate names a recording span by route and gives it the HTTP server
 // semantic-convention attributes, in one call (each call takes the span's
 // lock); a 5xx marks it as an error.
-func annotate(span trace.Span, r *http.Request, method, route string, rec *responseRecorder) {
+func annotate(span trace.Span, r *http.Request, method, route, name string, rec *responseRecorder) {
 	var buf [13]attribute.KeyValue // enough for every attribute below: no allocation for the slice
 	attrs := append(buf[:0],
 		semconv.HTTPRequestMethodKey.String(method),
@@ -154,7 +219,7 @@ func annotate(span trace.Span, r *http.Request, method, route string, rec *respo
 		semconv.UserAgentOriginal(truncate(r.UserAgent(), 256)),
 	)
 	if route != RouteUnmatched {
-		span.SetName(method + " " + route)
+		span.SetName(name)
 		attrs = append(attrs, semconv.HTTPRoute(route))
 	}
 	if method == "OTHER" {
