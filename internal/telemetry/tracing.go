@@ -102,8 +102,11 @@ func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the trace resource: %w", err)
 	}
-	// The sampler comes from OTEL_TRACES_SAMPLER; the SDK reads it itself.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res),
+	// The sampler comes from OTEL_TRACES_SAMPLER, and the batch processor's
+	// settings from OTEL_BSP_*: the SDK reads them itself. Ended spans reach
+	// the batch processor in bursts (see coalescing).
+	batches := sdktrace.NewBatchSpanProcessor(exporter)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newCoalescing(batches)), sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(idGenerator{}))
 	t.Provider, t.Exporting, t.shutdown = tp, true, tp.Shutdown
 	return t, nil
