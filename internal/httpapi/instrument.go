@@ -43,12 +43,10 @@ type Instrumentation struct {
 	// (seriesKey → *series): the vector's own lookup hashes and compares
 	// the label values on every request.
 	series sync.Map
-	// exemplarInterval is the least time between two exemplars of one
-	// bucket of one series.
-	exemplarInterval time.Duration
 }
 
-// exemplarInterval: Prometheus keeps one exemplar per bucket and scrapes
+// exemplarInterval is the least time between two exemplars of one bucket of
+// one series. Prometheus keeps one exemplar per bucket and scrapes
 // every 15 to 60 seconds, so fresher exemplars than this are never seen,
 // while each costs the trace id's string, a label map and a protobuf
 // message.
@@ -59,8 +57,7 @@ const exemplarInterval = 100 * time.Millisecond
 func NewInstrumentation(reg prometheus.Registerer, tp trace.TracerProvider, prop propagation.TextMapPropagator, log *zap.Logger) (*Instrumentation, error) {
 	buckets := telemetry.DurationBuckets()
 	in := &Instrumentation{
-		buckets:          buckets,
-		exemplarInterval: exemplarInterval,
+		buckets: buckets,
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "plantstore", Subsystem: "http", Name: "request_duration_seconds",
 			Help:                            "Time from the request's arrival to the end of its response, by method, route template and status code.",
@@ -166,7 +163,7 @@ func (in *Instrumentation) observe(s *series, elapsed time.Duration, sc trace.Sp
 	if s.ex != nil && sc.IsSampled() {
 		last := &s.lastExemplar[sort.SearchFloat64s(in.buckets, v)] // the first bucket whose le ≥ v
 		now, prev := time.Now().UnixNano(), last.Load()
-		if now-prev >= int64(in.exemplarInterval) && last.CompareAndSwap(prev, now) {
+		if now-prev >= int64(exemplarInterval) && last.CompareAndSwap(prev, now) {
 			s.ex.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
 			return
 		}
