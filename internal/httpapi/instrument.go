@@ -110,14 +110,15 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 		defer span.End()
 		x := newExchange(w, r.Header["X-Request-Id"]) // canonical key: Header.Get would canonicalise, and allocate, every time
 		next.ServeHTTP(&x.rec, r.WithContext(context.WithValue(ctx, requestInfoKey{}, &x.info)))
-		elapsed := time.Since(start)
+		end := time.Now()
+		elapsed := end.Sub(start)
 
 		sc := span.SpanContext()
 		s := in.seriesOf(method, x.info.route, statusLabel(x.rec.status))
 		if span.IsRecording() {
 			annotate(span, r, method, x.info.route, s.spanName, &x.rec)
 		}
-		in.observe(s, elapsed, sc)
+		in.observe(s, end, elapsed, sc)
 		in.logAccess(r, x, elapsed, sc)
 	})
 }
@@ -158,11 +159,11 @@ func (in *Instrumentation) seriesOf(method, route, code string) *series {
 // with it as an exemplar unless its bucket got one within the last
 // exemplarInterval: per bucket, so that a rare slow request still leaves its
 // trace next to its bucket however many fast ones are sampled.
-func (in *Instrumentation) observe(s *series, elapsed time.Duration, sc trace.SpanContext) {
+func (in *Instrumentation) observe(s *series, end time.Time, elapsed time.Duration, sc trace.SpanContext) {
 	v := elapsed.Seconds()
 	if s.ex != nil && sc.IsSampled() {
 		last := &s.lastExemplar[sort.SearchFloat64s(in.buckets, v)] // the first bucket whose le ≥ v
-		now, prev := time.Now().UnixNano(), last.Load()
+		now, prev := end.UnixNano(), last.Load()                    // the request's end: no second clock read
 		if now-prev >= int64(exemplarInterval) && last.CompareAndSwap(prev, now) {
 			s.ex.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
 			return
