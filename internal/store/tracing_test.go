@@ -1,0 +1,127 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/store"
+)
+
+// TestTraceCommands: a command of a sampled request gets a client span, a
+// child of the request's, naming the node it went to and not the command's
+// arguments; a command of an unsampled request gets none; PING is never
+// traced. On a single node and on a Cluster, whose nodes go-redis
+// instruments as it discovers them.
+func TestTraceCommands(t *testing.T) {
+	single := redistest.Start(t)
+	cluster := redistest.StartCluster(t, 3)
+	for _, tc := range []struct {
+		name  string
+		addrs []string
+	}{
+		{"single node", []string{single.Addr}},
+		{"cluster", cluster.Addrs()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			newClient := func() redis.UniversalClient {
+				c, err := store.NewRedisClient(store.RedisOptions{Addrs: tc.addrs, Cluster: len(tc.addrs) > 1,
+					DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = c.Close() })
+				return c
+			}
+			rec := tracetest.NewSpanRecorder()
+			// Sampled or not as the request's span says, as the service's
+			// parentbased samplers decide.
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			traced := newClient()
+			if err := store.TraceCommands(traced, tp); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+
+			// A request that is not sampled: its span is valid but records nothing.
+			unsampled := trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}}))
+			// Its command dials the connections and discovers the Cluster's
+			// nodes, before the sampled request. go-redis dials and asks a
+			// Cluster for its slots on contexts of its own, so those spans
+			// are roots, not the request's.
+			if err := traced.Set(unsampled, "trace:{x}:2", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if c, ok := traced.(*redis.ClusterClient); ok { // PING goes to any node
+				if err := c.ForEachShard(unsampled, func(ctx context.Context, node *redis.Client) error {
+					return node.Ping(ctx).Err()
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if spans := inTrace(rec.Ended(), trace.TraceID{1}); len(spans) != 0 {
+				t.Fatalf("an unsampled request's commands made spans: %v", names(spans))
+			}
+
+			sampled, request := tp.Tracer("test").Start(ctx, "POST /plants")
+			if err := traced.Set(sampled, "trace:{x}:1", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := traced.Ping(sampled).Err(); err != nil {
+				t.Fatal(err)
+			}
+			request.End()
+			spans := inTrace(rec.Ended(), request.SpanContext().TraceID())
+			if len(spans) != 2 {
+				t.Fatalf("%d spans, want the request's and one for SET (PING is not traced): %v", len(spans), names(spans))
+			}
+			set := spans[0]
+			if set.Name() != "set" || set.SpanKind() != trace.SpanKindClient ||
+				set.Parent().SpanID() != request.SpanContext().SpanID() || set.SpanContext().TraceID() != request.SpanContext().TraceID() {
+				t.Fatalf("span %q, kind %v, parent %v: want a client span \"set\" under the request's", set.Name(), set.SpanKind(), set.Parent().SpanID())
+			}
+			if addr := attr(set.Attributes(), "server.address"); addr != "127.0.0.1" {
+				t.Errorf("server.address %q, want the node's 127.0.0.1", addr)
+			}
+			if stmt := attr(set.Attributes(), "db.statement"); stmt != "" {
+				t.Errorf("db.statement %q: the command's arguments hold plant data", stmt)
+			}
+		})
+	}
+}
+
+func inTrace(spans []sdktrace.ReadOnlySpan, id trace.TraceID) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.SpanContext().TraceID() == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func names(spans []sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name())
+	}
+	return out
+}
+
+func attr(attrs []attribute.KeyValue, key string) string {
+	for _, a := range attrs {
+		if string(a.Key) == key {
+			return a.Value.Emit()
+		}
+	}
+	return ""
+}
