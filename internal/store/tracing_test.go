@@ -120,7 +120,7 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 func attr(attrs []attribute.KeyValue, key string) string {
 	for _, a := range attrs {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
