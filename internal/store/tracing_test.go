@@ -31,21 +31,17 @@ func TestTraceCommands(t *testing.T) {
 		{"cluster", cluster.Addrs()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			newClient := func() redis.UniversalClient {
-				c, err := store.NewRedisClient(store.RedisOptions{Addrs: tc.addrs, Cluster: len(tc.addrs) > 1,
-					DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = c.Close() })
-				return c
+			traced, err := store.NewRedisClient(store.RedisOptions{Addrs: tc.addrs, Cluster: len(tc.addrs) > 1,
+				DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+			if err != nil {
+				t.Fatal(err)
 			}
+			t.Cleanup(func() { _ = traced.Close() })
 			rec := tracetest.NewSpanRecorder()
 			// Sampled or not as the request's span says, as the service's
 			// parentbased samplers decide.
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 			t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-			traced := newClient()
 			if err := store.TraceCommands(traced, tp); err != nil {
 				t.Fatal(err)
 			}
