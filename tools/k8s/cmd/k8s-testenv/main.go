@@ -2,9 +2,13 @@
 // awkward in bash and should not depend on openssl, python or ss:
 //
 //	k8s-testenv ports N                 print N free TCP ports on 127.0.0.1
-//	k8s-testenv pki DIR SERVER_URL      CA, serving cert (127.0.0.1/localhost),
-//	                                    service-account key pair, static admin
-//	                                    token file and DIR/kubeconfig
+//	k8s-testenv pki DIR SERVER_URL [-ip IP]... [-user NAME[=GROUP]]...
+//	                                    CA, serving cert (127.0.0.1/localhost and
+//	                                    each -ip), service-account key pair, a
+//	                                    client cert for the API server's calls to
+//	                                    kubelets, static token file with admin and
+//	                                    each -user, DIR/kubeconfig (admin) and
+//	                                    DIR/kubeconfig-NAME per -user
 //	k8s-testenv pods DIR < manifests    one Pod manifest per pod template
 //	                                    (Pod, Deployment, StatefulSet, DaemonSet,
 //	                                    ReplicaSet, Job, CronJob) written to DIR;
@@ -73,10 +77,31 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		return nil
 	case "pki":
-		if len(args) != 3 {
-			return errors.New("usage: k8s-testenv pki DIR SERVER_URL")
+		usage := errors.New("usage: k8s-testenv pki DIR SERVER_URL [-ip IP]... [-user NAME[=GROUP]]...")
+		if len(args) < 3 || len(args)%2 == 0 {
+			return usage
 		}
-		return writePKI(args[1], args[2])
+		var ips []net.IP
+		var users []identity
+		for i := 3; i < len(args); i += 2 {
+			switch args[i] {
+			case "-ip":
+				ip := net.ParseIP(args[i+1])
+				if ip == nil {
+					return fmt.Errorf("pki: -ip %q is not an IP address", args[i+1])
+				}
+				ips = append(ips, ip)
+			case "-user":
+				name, group, _ := strings.Cut(args[i+1], "=")
+				if name == "" || strings.ContainsAny(args[i+1], ",\"\n") {
+					return fmt.Errorf("pki: -user %q: want NAME or NAME=GROUP", args[i+1])
+				}
+				users = append(users, identity{name: name, group: group})
+			default:
+				return usage
+			}
+		}
+		return writePKI(args[1], args[2], ips, users)
 	case "pods":
 		if len(args) != 2 {
 			return errors.New("usage: k8s-testenv pods DIR < manifests")
@@ -169,7 +194,16 @@ func freePorts(n int) ([]int, error) {
 
 // ---------------------------------------------------------------------------
 
-func writePKI(dir, server string) error {
+// identity is a static-token user of the API server.
+type identity struct{ name, group string }
+
+// kubeconfigName is the file name of a user's kubeconfig: "system:node:n1"
+// is kubeconfig-system-node-n1.
+func kubeconfigName(user string) string {
+	return "kubeconfig-" + strings.NewReplacer(":", "-", "/", "-").Replace(user)
+}
+
+func writePKI(dir, server string, extraIPs []net.IP, users []identity) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -204,10 +238,28 @@ func writePKI(dir, server string) error {
 		NotAfter:     now.Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPAddresses:  append([]net.IP{net.ParseIP("127.0.0.1")}, extraIPs...),
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+
+	// The API server's identity towards kubelets (logs, exec, port-forward).
+	kcKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	kcTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	kcDER, err := x509.CreateCertificate(rand.Reader, kcTmpl, caCert, &kcKey.PublicKey, caKey)
 	if err != nil {
 		return err
 	}
@@ -221,27 +273,54 @@ func writePKI(dir, server string) error {
 		return err
 	}
 
-	tok := make([]byte, 24)
-	if _, err := rand.Read(tok); err != nil {
+	newToken := func() (string, error) {
+		tok := make([]byte, 24)
+		if _, err := rand.Read(tok); err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(tok), nil
+	}
+	token, err := newToken()
+	if err != nil {
 		return err
 	}
-	token := hex.EncodeToString(tok)
+	tokens := token + ",admin,admin,\"system:masters\"\n"
 
 	files := map[string][]byte{
-		"ca.crt":      pemBlock("CERTIFICATE", caDER),
-		"serving.crt": pemBlock("CERTIFICATE", srvDER),
-		"sa.key":      pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)),
-		"sa.pub":      pemBlock("PUBLIC KEY", saPub),
-		"tokens.csv":  []byte(token + ",admin,admin,\"system:masters\"\n"),
+		"ca.crt":             pemBlock("CERTIFICATE", caDER),
+		"serving.crt":        pemBlock("CERTIFICATE", srvDER),
+		"kubelet-client.crt": pemBlock("CERTIFICATE", kcDER),
+		"sa.key":             pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)),
+		"sa.pub":             pemBlock("PUBLIC KEY", saPub),
 	}
-	for name, k := range map[string]*ecdsa.PrivateKey{"ca.key": caKey, "serving.key": srvKey} {
+	for _, u := range users {
+		t, err := newToken()
+		if err != nil {
+			return err
+		}
+		tokens += fmt.Sprintf("%s,%s,%s,%q\n", t, u.name, u.name, u.group)
+		files[kubeconfigName(u.name)] = kubeconfig(server, filepath.Join(dir, "ca.crt"), u.name, t)
+	}
+	files["tokens.csv"] = []byte(tokens)
+	for name, k := range map[string]*ecdsa.PrivateKey{"ca.key": caKey, "serving.key": srvKey, "kubelet-client.key": kcKey} {
 		der, err := x509.MarshalECPrivateKey(k)
 		if err != nil {
 			return err
 		}
 		files[name] = pemBlock("EC PRIVATE KEY", der)
 	}
-	files["kubeconfig"] = []byte(fmt.Sprintf(`apiVersion: v1
+	files["kubeconfig"] = kubeconfig(server, filepath.Join(dir, "ca.crt"), "admin", token)
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// kubeconfig is a kubeconfig for user with a static token.
+func kubeconfig(server, caFile, user, token string) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: validate
@@ -249,20 +328,14 @@ clusters:
     server: %s
     certificate-authority: %s
 users:
-- name: admin
+- name: %q
   user:
     token: %s
 contexts:
 - name: validate
-  context: {cluster: validate, user: admin}
+  context: {cluster: validate, user: %q}
 current-context: validate
-`, server, filepath.Join(dir, "ca.crt"), token))
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
+`, server, caFile, user, token, user))
 }
 
 func pemBlock(typ string, der []byte) []byte {
