@@ -113,41 +113,16 @@ if command -v flock >/dev/null; then
   exec 9>"$CACHE/.lock"
   flock -w 1800 9 || { echo "could not lock $CACHE/.lock" >&2; exit 1; }
 fi
-# Version stamps, as the projects' own release builds set them. helm's
-# defaults (Capabilities.KubeVersion, lint deprecations) would say 1.20.
-LDFLAGS="-X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=31"
-read -r HELM_VERSION KUBECONFORM_VERSION <<<"$(cd "$TOOLS_MOD" && go list -m -f '{{.Version}}' helm.sh/helm/v3 github.com/yannh/kubeconform | tr '\n' ' ')"
-LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
-LDFLAGS+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=31"
-LDFLAGS+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=31"
-LDFLAGS+=" -X main.version=$KUBECONFORM_VERSION" # kubeconform; no other of the four has main.version
-key=$( { cat "$TOOLS_MOD/go.mod" "$TOOLS_MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
-BIN=$CACHE/bin/$key
-mkdir -p "$BIN"
-declare -A PKG=(
-  [helm]=helm.sh/helm/v3/cmd/helm
-  [kubeconform]=github.com/yannh/kubeconform/cmd/kubeconform
-  [kubectl]=k8s.io/kubernetes/cmd/kubectl
-  [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
-)
-missing=()
-for t in helm kubeconform kubectl kube-apiserver; do
-  [[ -x $BIN/$t ]] || missing+=("${PKG[$t]}")
-done
-if ((${#missing[@]})); then
-  log=$(newlog build)
-  t0=$SECONDS
-  # One go build for all missing tools: they share most of their packages.
-  if (cd "$TOOLS_MOD" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/" "${missing[@]}") >"$log" 2>&1; then
-    pass "build ${missing[*]##*/} ($((SECONDS - t0))s)"
-    # Builds for other go.mod/flag versions are stale: drop them (~340 MB each).
-    for old in "$CACHE"/bin/*/; do [[ ${old%/} == "$BIN" ]] || rm -rf "${old%/}"; done
-  else
-    fail "build ${missing[*]##*/}" "$log"
-    echo "validate: $PASSED passed, $FAILED failed"; exit 1
-  fi
+# helm, kubeconform, kubectl and kube-apiserver, built once per machine into
+# the cache that cluster.sh shares (tools/k8s/build.sh).
+log=$(newlog build)
+t0=$SECONDS
+if BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" helm kubeconform kubectl kube-apiserver 2>"$log" | tail -n 1); then
+  if grep -q '^build: done' "$log"; then pass "build $(sed -n 's/^build: \(.*\) (one go build.*/\1/p' "$log") ($((SECONDS - t0))s)"
+  else pass "tools cached in $BIN"; fi
 else
-  pass "tools cached in $BIN"
+  fail "build helm kubeconform kubectl kube-apiserver" "$log"
+  echo "validate: $PASSED passed, $FAILED failed"; exit 1
 fi
 # Our small helpers are rebuilt each time (seconds, from Go's build cache).
 if ! check "build k8s-schemas, k8s-testenv" \

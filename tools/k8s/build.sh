@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the Kubernetes tools of this module (tools/k8s/go.mod) that are not
+# built yet into one cache directory, keyed by go.mod, go.sum, the link flags
+# and the Go version, and prints that directory on its last line. validate.sh
+# and cluster.sh share it, so a machine builds each tool once.
+#
+#   tools/k8s/build.sh TOOL...    TOOL: helm kubeconform kubectl kube-apiserver
+#                                 kube-controller-manager kube-scheduler kubelet
+#                                 kube-proxy coredns
+#
+# Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
+set -euo pipefail
+MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+CACHE=${K8S_TOOLS_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s}
+K8S_VERSION=1.31.0
+export GOWORK=off
+
+declare -A PKG=(
+  [helm]=helm.sh/helm/v3/cmd/helm
+  [kubeconform]=github.com/yannh/kubeconform/cmd/kubeconform
+  [kubectl]=k8s.io/kubernetes/cmd/kubectl
+  [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+  [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+  [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet
+  [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+)
+
+# Version stamps, as the projects' own release builds set them: helm's
+# defaults (Capabilities.KubeVersion, lint deprecations) would say 1.20.
+read -r HELM_VERSION KUBECONFORM_VERSION <<<"$(cd "$MOD" && go list -m -f '{{.Version}}' helm.sh/helm/v3 github.com/yannh/kubeconform | tr '\n' ' ')"
+LDFLAGS="-X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=31"
+LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+LDFLAGS+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=31"
+LDFLAGS+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=31"
+LDFLAGS+=" -X main.version=$KUBECONFORM_VERSION" # kubeconform; no other tool here has main.version
+key=$( { cat "$MOD/go.mod" "$MOD/go.sum" "$MOD/coredns/go.mod" "$MOD/coredns/go.sum" "$MOD/coredns/main.go"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
+BIN=$CACHE/bin/$key
+mkdir -p "$BIN"
+
+# Concurrent runs share the cache: build under a lock.
+if command -v flock >/dev/null; then
+  exec 9>"$CACHE/.build.lock"
+  flock -w 3600 9 || { echo "build: could not lock $CACHE/.build.lock" >&2; exit 1; }
+fi
+
+missing=() coredns=0
+for t in "$@"; do
+  [[ -x $BIN/$t ]] && continue
+  if [[ $t == coredns ]]; then coredns=1; continue; fi
+  [[ -n ${PKG[$t]:-} ]] || { echo "build: unknown tool $t" >&2; exit 2; }
+  missing+=("${PKG[$t]}")
+done
+if ((${#missing[@]})); then
+  t0=$SECONDS
+  echo "build: ${missing[*]##*/} (one go build: they share most packages)" >&2
+  (cd "$MOD" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/" "${missing[@]}") >&2
+  echo "build: done in $((SECONDS - t0))s" >&2
+fi
+if ((coredns)); then
+  t0=$SECONDS
+  echo "build: coredns (tools/k8s/coredns)" >&2
+  (cd "$MOD/coredns" && go build -trimpath -o "$BIN/" .) >&2
+  echo "build: done in $((SECONDS - t0))s" >&2
+fi
+# Builds for other go.mod/flag versions are stale: drop them (~340 MB each).
+for old in "$CACHE"/bin/*/; do [[ ${old%/} == "$BIN" ]] || rm -rf "${old%/}"; done
+echo "$BIN"
