@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeStore answers creates as plantstore does: 200 for a new id or the same
+// body again, 409 for another body; unavailable answers 503 (with
+// Retry-After unless noRetryAfter); forget drops every stored plant whose
+// id passes it, after its 200, to play a store that lost acknowledged data.
+type fakeStore struct {
+	mu           sync.Mutex
+	plants       map[int64]string
+	unavailable  bool
+	noRetryAfter bool
+	forget       func(id int64) bool
+}
+
+func (f *fakeStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer tok" {
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var p struct {
+		ID   int64  `json:"id"`
+		Name string `json:"name"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.unavailable {
+		if !f.noRetryAfter {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	if name, ok := f.plants[p.ID]; ok && name != p.Name {
+		w.WriteHeader(http.StatusConflict)
+		return
+	}
+	if f.forget == nil || !f.forget(p.ID) {
+		f.plants[p.ID] = p.Name
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func runAgainst(t *testing.T, h http.Handler) Summary {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return run(context.Background(), options{
+		url: srv.URL, token: "tok", rate: 400, duration: 500 * time.Millisecond,
+		timeout: 2 * time.Second, verifyFor: 5 * time.Second, maxInFlight: 100,
+	})
+}
+
+func TestRunCountsAndVerifies(t *testing.T) {
+	s := runAgainst(t, &fakeStore{plants: map[int64]string{}})
+	if s.Sent < 150 || s.Codes[200] != s.Sent || s.TransportErrors != 0 {
+		t.Fatalf("sent %d, codes %v, transport errors %d", s.Sent, s.Codes, s.TransportErrors)
+	}
+	if s.Acknowledged != s.Sent || s.Verified != s.Acknowledged || len(s.Lost) != 0 || s.Unverifiable != 0 {
+		t.Errorf("acknowledged %d, verified %d, lost %v, unverifiable %d", s.Acknowledged, s.Verified, s.Lost, s.Unverifiable)
+	}
+	if s.Start == 0 || s.End < s.Start || s.LatencyMaxMs <= 0 {
+		t.Errorf("times: %+v", s)
+	}
+}
+
+func TestRunFindsLostPlants(t *testing.T) {
+	var mu sync.Mutex
+	dropped := map[int64]bool{}
+	n := 0
+	store := &fakeStore{plants: map[int64]string{}, forget: func(id int64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n%10 == 0 && !dropped[id] {
+			dropped[id] = true
+			return true
+		}
+		return false
+	}}
+	s := runAgainst(t, store)
+	if len(s.Lost) == 0 || len(s.Lost) != len(dropped) {
+		t.Fatalf("lost %d, dropped %d", len(s.Lost), len(dropped))
+	}
+	for _, id := range s.Lost {
+		if !dropped[id] {
+			t.Errorf("id %d reported lost but was stored", id)
+		}
+	}
+	if s.Verified+len(s.Lost) != s.Acknowledged {
+		t.Errorf("verified %d + lost %d != acknowledged %d", s.Verified, len(s.Lost), s.Acknowledged)
+	}
+}
+
+func TestRunCountsUnavailableAndMissingRetryAfter(t *testing.T) {
+	store := &fakeStore{plants: map[int64]string{}, unavailable: true, noRetryAfter: true}
+	srv := httptest.NewServer(store)
+	defer srv.Close()
+	go func() {
+		time.Sleep(250 * time.Millisecond)
+		store.mu.Lock()
+		store.unavailable = false
+		store.mu.Unlock()
+	}()
+	s := run(context.Background(), options{url: srv.URL, token: "tok", rate: 400, duration: 600 * time.Millisecond,
+		timeout: 2 * time.Second, verifyFor: 5 * time.Second, maxInFlight: 100})
+	if s.Unavailable == 0 || s.NoRetryAfter != s.Unavailable || s.Codes[503] != s.Unavailable {
+		t.Fatalf("503s %d, without Retry-After %d, codes %v", s.Unavailable, s.NoRetryAfter, s.Codes)
+	}
+	if s.First503 == 0 || s.Last503 < s.First503 || s.FirstOKAfter503 <= s.Last503 {
+		t.Errorf("first 503 %d, last %d, first 200 after %d", s.First503, s.Last503, s.FirstOKAfter503)
+	}
+}
+
+func TestRunCountsTransportErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close() // an answerless close: EOF at the client
+	}))
+	defer srv.Close()
+	s := run(context.Background(), options{url: srv.URL, token: "tok", rate: 200, duration: 200 * time.Millisecond,
+		timeout: time.Second, verifyFor: time.Second, maxInFlight: 100})
+	if s.TransportErrors != s.Sent || s.Sent == 0 || len(s.ErrorSamples) == 0 || s.Acknowledged != 0 {
+		t.Fatalf("sent %d, transport errors %d, samples %v", s.Sent, s.TransportErrors, s.ErrorSamples)
+	}
+}
+
+func TestFirstToken(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ file, want string }{
+		{"# comment\n\nsha256:abcd\n  tok1 name=a scopes=plants:read\ntok2\n", "tok1"},
+		{"sha256:abcd\n", ""},
+	} {
+		p := filepath.Join(dir, "tokens")
+		if err := os.WriteFile(p, []byte(tc.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := firstToken(p)
+		if got != tc.want || (tc.want == "") != (err != nil) {
+			t.Errorf("firstToken(%q) = %q, %v; want %q", tc.file, got, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Builds the images the test cluster runs besides plantstore's own, without a
+# daemon or a registry, from Debian's binaries and this module's commands,
+# and writes each as an OCI archive into OUTDIR (tools/k8s/cluster.sh imports
+# them into the node's containerd):
+#
+#   plantstore.test/pause:1      the pod sandbox (cmd/k8s-pause)
+#   plantstore.test/redis:7.0    Debian's redis-server and redis-cli, with a
+#                                shell and grep for the chart's probes;
+#                                user redis 999 as in the official image
+#   plantstore.test/client:1     a shell, curl and the usual utilities, for
+#                                helm test and the scenarios' probes
+#   plantstore.test/load:1       the open-loop load generator (cmd/k8s-load)
+#
+# Usage: tools/k8s/images.sh OUTDIR BINDIR
+#   BINDIR holds the static k8s-pause and k8s-load binaries.
+# Needs root and buildah, busybox-static, redis-server and curl from Debian
+# (cluster.sh installs them).
+set -euo pipefail
+OUT=${1:?usage: images.sh OUTDIR BINDIR}
+BINDIR=${2:?usage: images.sh OUTDIR BINDIR}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+work=$(mktemp -d /tmp/plantstore-test-images.XXXXXX)
+B=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
+cleanup() {
+  "${B[@]}" rm --all >/dev/null 2>&1 || true
+  rm -rf "$work" 2>/dev/null || true
+}
+trap cleanup EXIT
+export BUILDAH_ISOLATION=chroot
+
+# libs ROOTFS BIN...: copy each binary's shared libraries and the dynamic
+# loader into ROOTFS at the same paths.
+libs() {
+  local root=$1 lib; shift
+  for lib in $(ldd "$@" 2>/dev/null | grep -oE '/[^ ]+\.so[^ ]*' | sort -u); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+}
+
+# busybox ROOTFS: /bin/busybox and a link for each applet a script here uses.
+busybox() {
+  local root=$1 a
+  mkdir -p "$root/bin"
+  cp /bin/busybox "$root/bin/busybox"
+  for a in sh cat date echo grep head tr sleep ls printf test env wc cut sed id od awk true false nslookup wget timeout; do
+    ln -sf busybox "$root/bin/$a"
+  done
+  mkdir -p "$root/usr/bin" && ln -sf ../../bin/sh "$root/usr/bin/sh"
+}
+
+# users ROOTFS NAME UID: /etc/passwd and /etc/group with root and NAME.
+users() {
+  mkdir -p "$1/etc" "$1/tmp"
+  chmod 1777 "$1/tmp"
+  printf 'root:x:0:0:root:/root:/sbin/nologin\n%s:x:%s:%s:%s:/home/%s:/sbin/nologin\n' "$2" "$3" "$3" "$2" "$2" >"$1/etc/passwd"
+  printf 'root:x:0:\n%s:x:%s:\n' "$2" "$3" >"$1/etc/group"
+}
+
+# image REF ROOTFS USER ENTRYPOINT_JSON: commit ROOTFS as REF into OUT.
+image() {
+  local ref=$1 root=$2 user=$3 entry=$4 ctr mnt file
+  ctr=$("${B[@]}" from --pull=never scratch)
+  mnt=$("${B[@]}" mount "$ctr")
+  cp -a "$root/." "$mnt/"
+  "${B[@]}" umount "$ctr" >/dev/null
+  "${B[@]}" config --user "$user" --os linux --arch "$(go env GOARCH)" \
+    --env PATH=/usr/local/bin:/usr/bin:/bin --entrypoint "$entry" \
+    --created-by "tools/k8s/images.sh" "$ctr"
+  file=$OUT/$(echo "$ref" | tr '/:' '__').tar
+  rm -f "$file"
+  "${B[@]}" commit --quiet --rm --format oci --identity-label=false --timestamp 0 \
+    "$ctr" "oci-archive:$file:$ref" >/dev/null
+  printf '%s\t%s\n' "$ref" "$file"
+}
+
+r=$work/pause
+mkdir -p "$r"
+install -m 0755 "$BINDIR/k8s-pause" "$r/pause"
+image plantstore.test/pause:1 "$r" 65535:65535 '["/pause"]'
+
+r=$work/redis
+busybox "$r"
+users "$r" redis 999
+mkdir -p "$r/usr/bin" "$r/data" "$r/etc/redis"
+chown 999:999 "$r/data"
+install -m 0755 "$(readlink -f /usr/bin/redis-server)" "$r/usr/bin/redis-server"
+install -m 0755 "$(readlink -f /usr/bin/redis-cli)" "$r/usr/bin/redis-cli"
+libs "$r" /usr/bin/redis-server /usr/bin/redis-cli
+image plantstore.test/redis:7.0 "$r" 999:999 '["redis-server"]'
+
+r=$work/client
+busybox "$r"
+users "$r" nonroot 65532
+mkdir -p "$r/usr/bin" "$r/etc/ssl/certs"
+install -m 0755 "$(readlink -f /usr/bin/curl)" "$r/usr/bin/curl"
+libs "$r" /usr/bin/curl
+cp -L /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/" 2>/dev/null || true
+image plantstore.test/client:1 "$r" 65532:65532 '["/bin/sh"]'
+
+r=$work/load
+users "$r" nonroot 65532
+install -m 0755 "$BINDIR/k8s-load" "$r/k8s-load"
+image plantstore.test/load:1 "$r" 65532:65532 '["/k8s-load"]'
