@@ -22,7 +22,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-go test-monitoring bench bench-chain bench-load bench-short chaos chaos-short soak lint image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
+.PHONY: help build run test test-go test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -33,7 +33,7 @@ build: ## build the release binary into bin/
 run: build ## run the service on the embedded store with a generated token (prints it and a curl line)
 	./$(BIN) --dev $(RUN_FLAGS)
 
-test: test-go test-monitoring ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, dashboards and alerts
+test: test-go test-monitoring test-tools ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, dashboards and alerts
 
 test-go: redis-server ## the service's tests (go test -race ./...)
 	$(GO) test -race -count=1 ./...
@@ -41,6 +41,20 @@ test-go: redis-server ## the service's tests (go test -race ./...)
 test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
 	cd tools && $(GO) test -count=1 ./monitoring/
 	cd tools/bench && $(GO) test -count=1 ./...
+
+test-tools: ## the tests of the cluster and validation helpers (tools/k8s)
+	cd tools/k8s && $(GO) test -race -count=1 ./cmd/...
+
+# A real one-node Kubernetes cluster in a network namespace of its own (root;
+# see docs/validation.md): the chart, the overlays and their faults on it.
+test-cluster: ## the chart on a real one-node cluster: install, helm test, rollout/disruption/Redis restart under load, overlays (root, ~10 min cold)
+	tools/k8s/cluster-test.sh
+
+cluster-up: ## start the one-node test cluster and leave it up (export KUBECONFIG=/tmp/plantstore-cluster/kubeconfig)
+	tools/k8s/cluster.sh up
+
+cluster-down: ## stop the test cluster and remove every trace of it
+	tools/k8s/cluster.sh down
 
 bench: bench-chain bench-load ## both benchmarks below
 

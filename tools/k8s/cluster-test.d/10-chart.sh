@@ -1,0 +1,119 @@
+# shellcheck shell=bash
+# The chart with default values: make deploy and helm test in a namespace
+# that enforces restricted, requests from a pod, and the release under load
+# through a rollout, pod disruptions and a Redis restart.
+# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
+
+stage "install: make deploy into a namespace enforcing restricted"
+restricted_ns "$NS"
+t=$SECONDS
+if make -C "$REPO" --no-print-directory deploy HELM=helm NAMESPACE="$NS" IMAGE_REPO="$IMAGE_REPO" IMAGE_TAG="$TAG" \
+  HELM_FLAGS="${LOCAL_IMAGES[*]} --timeout 240s" >"$CLUSTER_DIR/logs/deploy.log" 2>&1; then
+  if grep -qi 'would violate PodSecurity\|forbidden' "$CLUSTER_DIR/logs/deploy.log"; then
+    fail "make deploy: Pod Security warnings"; grep -i 'PodSecurity' "$CLUSTER_DIR/logs/deploy.log" | head -5
+  elif grep -q '^PASS' "$CLUSTER_DIR/logs/deploy.log"; then
+    pass "make deploy (helm upgrade --install --wait, helm test --logs) in $((SECONDS - t))s; helm test passed and its log was read"
+  else
+    fail "make deploy: exit 0 but helm test's PASS not in its logs"; tail -n 20 "$CLUSTER_DIR/logs/deploy.log"
+  fi
+else
+  fail "make deploy"; tail -n 40 "$CLUSTER_DIR/logs/deploy.log"
+fi
+figures "install seconds=$((SECONDS - t)) pods=$(kubectl get pods -n "$NS" --no-headers | grep -c Running) namespace_enforces=restricted"
+kubectl get pods -n "$NS" -o wide
+
+stage "from a pod: create through the Service name; no token and a wrong token are refused"
+out=$(client "$NS" curl-checks '
+set -u
+token=$(grep -v -e "^#" -e "^sha256:" -e "^$" /etc/tokens/tokens | head -n 1 | tr -d "[:space:]")
+id=$(( $(date +%s) * 1000 + $(od -An -N2 -tu2 /dev/urandom) % 1000 ))
+c1=$(curl -s -o /dev/null -w "%{http_code}" -X POST http://'"$REL"':8080/plants -H "Authorization: Bearer $token" -H "Content-Type: application/json" -d "{\"id\": $id, \"name\": \"from-a-pod\"}")
+c2=$(curl -s -o /dev/null -w "%{http_code}" -X POST http://'"$REL"':8080/plants -H "Content-Type: application/json" -d "{\"id\": $id, \"name\": \"x\"}")
+c3=$(curl -s -D - -o /dev/null -X POST http://'"$REL"':8080/plants -H "Authorization: Bearer wrong-token" -H "Content-Type: application/json" -d "{\"id\": $id, \"name\": \"x\"}" | tr -d "\r" | grep -i -e "^HTTP/" -e "^www-authenticate" | tr "\n" " ")
+echo "create=$c1 no_token=$c2 wrong_token=[$c3]"
+' "$REL-tokens")
+echo "$out"
+figures "pod-checks $out"
+if grep -q 'create=200 no_token=401 wrong_token=\[HTTP/1.1 401 Unauthorized .*error="invalid_token"' <<<"$out"; then
+  pass "create through the Service name 200; no token 401; wrong token 401 with error=\"invalid_token\""
+else
+  fail "from a pod: want create=200 no_token=401 wrong_token=401"
+fi
+
+stage "helm upgrade rolling the API pods under an open-loop load of $RATE creates/s"
+load_start "$NS" load-upgrade 60
+sleep 5
+t=$(ms)
+helm upgrade "$REL" "$CHART" -n "$NS" --reuse-values --set-string "podAnnotations.rollout=$t" --wait --timeout 120s >"$CLUSTER_DIR/logs/upgrade.log" 2>&1 ||
+  { fail "helm upgrade"; tail -n 20 "$CLUSTER_DIR/logs/upgrade.log"; }
+t2=$(ms)
+s=$(load_result "$NS" load-upgrade) || s='{}'
+if load_verdict upgrade "$s"; then
+  if (($(jq .Start <<<"$s") < t && $(jq .End <<<"$s") > t2)); then
+    pass "rollout of $(((t2 - t) / 1000))s under load: every create 200, no transport error, every acknowledged plant stored"
+  else
+    fail "the load did not cover the whole rollout ($t..$t2 vs $(jq -c '[.Start,.End]' <<<"$s"))"
+  fi
+else
+  fail "helm upgrade under load: failed requests"
+fi
+figures "upgrade rollout_seconds=$(((t2 - t) / 1000))"
+
+stage "API pods deleted and evicted through the PDB under load (chart defaults)"
+load_start "$NS" load-disrupt 60
+sleep 5
+victim=$(kubectl get pods -n "$NS" -l app.kubernetes.io/component=api -o jsonpath='{.items[0].metadata.name}')
+t=$(ms)
+kubectl delete pod -n "$NS" "$victim" >/dev/null
+kubectl rollout status -n "$NS" "deployment/$REL" --timeout=90s >/dev/null
+kubectl wait -n "$NS" --for=condition=Ready pod -l app.kubernetes.io/component=api --timeout=90s >/dev/null
+t_del=$(ms)
+victim=$(kubectl get pods -n "$NS" -l app.kubernetes.io/component=api -o jsonpath='{.items[0].metadata.name}')
+evicted=0
+for _ in $(seq 60); do
+  # The PDB (minAvailable 1) refuses while a replacement is not Ready yet: 429.
+  if kubectl create --raw "/api/v1/namespaces/$NS/pods/$victim/eviction" -f - >/dev/null 2>&1 <<EOF
+{"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "$victim", "namespace": "$NS"}}
+EOF
+  then evicted=1; break; fi
+  sleep 1
+done
+kubectl rollout status -n "$NS" "deployment/$REL" --timeout=90s >/dev/null
+t_ev=$(ms)
+s=$(load_result "$NS" load-disrupt) || s='{}'
+if load_verdict pod-disruption "$s" && ((evicted)) && (($(jq .End <<<"$s") > t_ev)); then
+  pass "pod deleted (replaced in $(((t_del - t) / 1000))s) and pod evicted through the PDB under load: every create 200, no transport error"
+else
+  fail "pod deletion/eviction under load (evicted=$evicted, load end $(jq .End <<<"$s") vs last event $t_ev)"
+fi
+figures "pod-disruption delete_replaced_seconds=$(((t_del - t) / 1000)) evicted=$evicted"
+
+stage "the Redis pod deleted under load"
+redis_pod=$REL-redis-0
+api_ready_before=$(kubectl get endpointslices -n "$NS" -l "kubernetes.io/service-name=$REL" -o json | jq '[.items[].endpoints[]? | select(.conditions.ready)] | length')
+load_start "$NS" load-redis 60
+sleep 5
+t=$(ms)
+kubectl delete pod -n "$NS" "$redis_pod" --wait=false >/dev/null
+# Sample the API Service's ready endpoints through the outage: they must not drop.
+min_ready=$api_ready_before
+while true; do
+  n=$(kubectl get endpointslices -n "$NS" -l "kubernetes.io/service-name=$REL" -o json | jq '[.items[].endpoints[]? | select(.conditions.ready)] | length')
+  ((n < min_ready)) && min_ready=$n
+  if kubectl get pod -n "$NS" "$redis_pod" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True &&
+    [[ $(kubectl get pod -n "$NS" "$redis_pod" -o jsonpath='{.metadata.creationTimestamp}') > "$(date -u -d "@$((t / 1000))" +%Y-%m-%dT%H:%M:%SZ)" || $(kubectl get pod -n "$NS" "$redis_pod" -o jsonpath='{.metadata.creationTimestamp}') == "$(date -u -d "@$((t / 1000))" +%Y-%m-%dT%H:%M:%SZ)" ]]; then
+    break
+  fi
+  (($(ms) - t < 120000)) || { fail "Redis not Ready again within 120s"; break; }
+  sleep 0.5
+done
+t_ready=$(ms)
+s=$(load_result "$NS" load-redis) || s='{}'
+recovered_ms=$(($(jq .FirstOKAfter503 <<<"$s") - t_ready))
+figures "redis-restart redis_ready_after_ms=$((t_ready - t)) unavailable_503=$(jq .Unavailable <<<"$s") without_retry_after=$(jq .NoRetryAfter <<<"$s") first_ok_after_ready_ms=$recovered_ms api_ready_endpoints_min=$min_ready of=$api_ready_before"
+if load_verdict redis-restart "$s" 1 && ((min_ready == api_ready_before)) && ((recovered_ms <= 10000)); then
+  pass "Redis deleted under load: 0 acknowledged plants lost, the gap answered 503 + Retry-After, API pods stayed Ready, creates back $((recovered_ms))ms after Redis Ready"
+else
+  fail "Redis deleted under load (api_ready_min=$min_ready of $api_ready_before, first 200 after Redis Ready: ${recovered_ms}ms)"
+fi
+

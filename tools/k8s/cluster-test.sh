@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# The chart and the kustomize overlays on a real one-node cluster
+# (tools/k8s/cluster.sh): `make test-cluster`. This file brings the cluster
+# up, imports plantstore's image and holds the helpers; the scenarios are the
+# files of cluster-test.d/, sourced in order. Each check prints PASS or FAIL,
+# each scenario one line of figures starting with "CLUSTER <scenario>"; the
+# run ends with the time of each stage and "cluster: N passed, N failed".
+# After teardown it checks that nothing of the cluster is left on the
+# machine. docs/validation.md says what each scenario proves.
+#
+# Environment:
+#   CLUSTER_SCENARIOS    extended regular expression on the file names of
+#                        cluster-test.d/ to run (default: all)
+#   CLUSTER_KEEP=1       leave the cluster up at the end (tear down with
+#                        tools/k8s/cluster.sh down)
+#   CLUSTER_REUSE=1      use a cluster that is already up instead of starting
+#                        a new one (for working on a scenario; implies KEEP)
+#   CLUSTER_LOAD_RATE    creates per second of the scenarios' load (default 250)
+#   CLUSTER_TIMEOUT      bound of the whole run in seconds (default 2700)
+#   and those of cluster.sh (CLUSTER_DIR, CLUSTER_NETNS, CLUSTER_API_PORT, ...).
+set -euo pipefail
+
+SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
+TOOLS_MOD=$(dirname "$SELF")
+REPO=$(cd "$TOOLS_MOD/../.." && pwd)
+CLUSTER=$TOOLS_MOD/cluster.sh
+export CLUSTER_DIR=${CLUSTER_DIR:-/tmp/plantstore-cluster}
+NETNS=${CLUSTER_NETNS:-plantstore-k8s}
+RATE=${CLUSTER_LOAD_RATE:-250}
+REUSE=${CLUSTER_REUSE:-0}
+KEEP=${CLUSTER_KEEP:-$REUSE}
+
+# Bound the whole run; timeout(1) signals this script, whose trap tears down.
+if [[ -z ${_CLUSTER_TEST_BOUNDED:-} ]]; then
+  export _CLUSTER_TEST_BOUNDED=1
+  exec timeout -k 60 "${CLUSTER_TIMEOUT:-2700}" "$SELF" "$@"
+fi
+
+t0=$SECONDS
+declare -a STAGES=()
+stage_start=$SECONDS stage_name=''
+stage() {
+  [[ -z $stage_name ]] || STAGES+=("$stage_name $((SECONDS - stage_start))s")
+  stage_name=$1 stage_start=$SECONDS
+  printf '\n== [%4ss] %s\n' "$((SECONDS - t0))" "$1"
+}
+
+PASSED=0 FAILED=0
+pass() { PASSED=$((PASSED + 1)); printf 'PASS  %s\n' "$*"; }
+fail() { FAILED=$((FAILED + 1)); printf 'FAIL  %s\n' "$*"; }
+figures() { printf 'CLUSTER %s\n' "$*"; }
+
+finish() {
+  local rc=$?
+  trap - EXIT INT TERM
+  stage done
+  if ((rc != 0 && FAILED == 0)); then fail "the run stopped early (exit $rc)"; fi
+  if ((FAILED)) && [[ -d $CLUSTER_DIR/logs ]]; then
+    # What a person needs to see why: the state of every namespace and the
+    # components' last words, kept outside the directory teardown removes.
+    local keep=${TMPDIR:-/tmp}/plantstore-cluster-failure
+    rm -rf "$keep" && mkdir -p "$keep"
+    kubectl get all,events -A -o wide >"$keep/state.txt" 2>&1 || true
+    cp -r "$CLUSTER_DIR/logs" "$keep/" 2>/dev/null || true
+    echo "state and logs of the failed run: $keep"
+  fi
+  if [[ $KEEP == 1 ]]; then
+    echo "cluster kept: export KUBECONFIG=$CLUSTER_DIR/kubeconfig; tear down with $CLUSTER down"
+  else
+    stage teardown
+    "$CLUSTER" down || true
+    check_clean
+    stage end
+  fi
+  echo
+  echo "stages: $(IFS=,; echo "${STAGES[*]}" | sed 's/,/, /g')"
+  echo "cluster: $PASSED passed, $FAILED failed"
+  ((FAILED == 0 && rc == 0)) || exit 1
+  exit 0
+}
+# The global sysctls, less the counters that move by themselves.
+sysctls() { sysctl -a 2>/dev/null | grep -vE '^(fs\.(dentry-state|inode-nr|inode-state|file-nr|quota)|kernel\.(random|ns_last_pid|pty\.nr|sched_domain)|net\.netfilter\.nf_conntrack_count|vm\.stat)' | sort; }
+SYSCTLS_BEFORE=$(sysctls)
+
+# check_clean: after teardown nothing of the cluster is left: no namespace,
+# mount, cgroup, process or state directory, and every sysctl as before.
+check_clean() {
+  local left=()
+  [[ ! -e /run/netns/$NETNS ]] || left+=("network namespace $NETNS")
+  [[ ! -e $CLUSTER_DIR ]] || left+=("directory $CLUSTER_DIR")
+  findmnt -rn -o TARGET | grep -q "^$CLUSTER_DIR/" && left+=("mounts under $CLUSTER_DIR")
+  compgen -G "/sys/fs/cgroup/*/$NETNS" >/dev/null && left+=("cgroups /sys/fs/cgroup/*/$NETNS")
+  pgrep -f "$CLUSTER_DIR/" >/dev/null && left+=("processes: $(pgrep -af "$CLUSTER_DIR/" | cut -c1-80 | tr '\n' ';')")
+  local diff
+  diff=$(diff <(echo "$SYSCTLS_BEFORE") <(sysctls) | grep '^[<>]' | head -n 5 || true)
+  [[ -z $diff ]] || left+=("sysctls changed: $(echo "$diff" | tr '\n' ';')")
+  if ((${#left[@]})); then fail "teardown left: ${left[*]}"; else pass "teardown left nothing (namespace, mounts, cgroups, processes, directory; sysctls as before)"; fi
+}
+trap finish EXIT
+trap 'exit 130' INT
+trap 'echo "terminated (CLUSTER_TIMEOUT reached?)" >&2; exit 143' TERM
+
+# ---------------------------------------------------------------------------
+stage "cluster up (builds what is missing)"
+if [[ $REUSE == 1 ]] && "$CLUSTER" status >/dev/null 2>&1; then
+  echo "reusing the cluster in $CLUSTER_DIR"
+else
+  "$CLUSTER" up
+fi
+BIN=$(cat "$CLUSTER_DIR/bin")
+export PATH=$BIN:$PATH KUBECONFIG=$CLUSTER_DIR/kubeconfig
+export HELM_CACHE_HOME=$CLUSTER_DIR/helm/cache HELM_CONFIG_HOME=$CLUSTER_DIR/helm/config HELM_DATA_HOME=$CLUSTER_DIR/helm/data
+pass "node $(kubectl get nodes -o jsonpath='{.items[0].metadata.name} {.items[0].status.nodeInfo.kubeletVersion}') Ready"
+
+stage "plantstore image (make image) into the node"
+TAG=$(git -C "$REPO" describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE_REPO=plantstore.test/plantstore
+IMAGE="$IMAGE_REPO:$TAG" OUT=$CLUSTER_DIR/plantstore-image.tar make -C "$REPO" --no-print-directory image >"$CLUSTER_DIR/logs/image.log" 2>&1 ||
+  { tail -n 30 "$CLUSTER_DIR/logs/image.log"; fail "make image"; exit 1; }
+"$CLUSTER" import "$CLUSTER_DIR/plantstore-image.tar" >/dev/null
+pass "image $IMAGE_REPO:$TAG imported"
+
+# The images the chart names by default cannot be pulled here: the ones the
+# node has stand in for them.
+LOCAL_IMAGES=(--set "redis.image.repository=plantstore.test/redis" --set-string "redis.image.tag=7.0"
+  --set "tests.image.repository=plantstore.test/client" --set-string "tests.image.tag=1")
+CHART=$REPO/charts/plantstore
+NS=plantstore
+REL=plantstore
+
+# restricted_ns NAME: a namespace that enforces Pod Security restricted.
+restricted_ns() {
+  kubectl create namespace "$1" >/dev/null
+  kubectl label namespace "$1" pod-security.kubernetes.io/enforce=restricted \
+    pod-security.kubernetes.io/enforce-version=v1.31 pod-security.kubernetes.io/warn=restricted >/dev/null
+}
+
+# pod_spec_security: the restricted securityContext of the scenarios' pods.
+SECURE='securityContext: {runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}'
+
+# client NS NAME SCRIPT [SECRET]: run SCRIPT in a pod of the client image
+# (with SECRET's tokens at /etc/tokens/tokens) and print its log.
+client() {
+  local ns=$1 name=$2 script=$3 secret=${4:-}
+  local vol="volumes: [{name: tmp, emptyDir: {sizeLimit: 1Mi}}" mount="volumeMounts: [{name: tmp, mountPath: /tmp}"
+  if [[ -n $secret ]]; then
+    vol+=", {name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}"
+    mount+=", {name: tokens, mountPath: /etc/tokens, readOnly: true}"
+  fi
+  vol+="]" mount+="]"
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $name, labels: {app.kubernetes.io/name: scenario-client}}
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  containers:
+    - name: client
+      image: plantstore.test/client:1
+      imagePullPolicy: Never
+      command: [sh, -c, $(jq -Rs . <<<"$script")]
+      $SECURE
+      $mount
+  $vol
+EOF
+  kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Succeeded "pod/$name" --timeout=120s >/dev/null 2>&1 || true
+  kubectl logs -n "$ns" "$name"
+  kubectl delete -n "$ns" pod "$name" --wait=false >/dev/null
+}
+
+# load_start NS NAME SECONDS [SERVICE_URL] [SECRET]: the open-loop create load
+# (cmd/k8s-load) in a pod of NS, RATE creates a second for SECONDS.
+load_start() {
+  local ns=$1 name=$2 secs=$3 url=${4:-http://$REL:8080} secret=${5:-$REL-tokens}
+  kubectl apply -n "$ns" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $name, labels: {app.kubernetes.io/name: scenario-load}}
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  containers:
+    - name: load
+      image: plantstore.test/load:1
+      imagePullPolicy: Never
+      args: [-url, "$url", -token-file, /etc/tokens/tokens, -rate, "$RATE", -duration, "${secs}s"]
+      $SECURE
+      volumeMounts: [{name: tokens, mountPath: /etc/tokens, readOnly: true}]
+  volumes: [{name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}]
+EOF
+  kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Running "pod/$name" --timeout=60s >/dev/null
+}
+
+# load_result NS NAME: wait for the load pod and print its JSON summary.
+load_result() {
+  local ns=$1 name=$2
+  kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Succeeded "pod/$name" --timeout=300s >/dev/null ||
+    { kubectl logs -n "$ns" "$name" | tail -n 5 >&2; return 1; }
+  kubectl logs -n "$ns" "$name" | tail -n 1
+  kubectl delete -n "$ns" pod "$name" --wait=false >/dev/null
+}
+
+# load_verdict NAME JSON [ALLOW_503]: PASS when every answer was 200 (or, with
+# ALLOW_503, a 503 with Retry-After), no transport error, no generator stall
+# and every acknowledged plant stored; prints the figures either way.
+load_verdict() {
+  local name=$1 s=$2 allow=${3:-0} bad
+  figures "$name sent=$(jq .Sent <<<"$s") codes=$(jq -c .Codes <<<"$s") transport_errors=$(jq .TransportErrors <<<"$s") acknowledged=$(jq .Acknowledged <<<"$s") verified=$(jq .Verified <<<"$s") lost=$(jq '.Lost | length' <<<"$s") p99_ms=$(jq .LatencyP99Ms <<<"$s") max_ms=$(jq .LatencyMaxMs <<<"$s") stalls=$(jq .Stalls <<<"$s")"
+  if ((allow)); then
+    bad=$(jq '[.Codes | to_entries[] | select(.key != "200" and .key != "503") | .value] | add // 0' <<<"$s")
+    bad=$((bad + $(jq .NoRetryAfter <<<"$s")))
+  else
+    bad=$(jq '[.Codes | to_entries[] | select(.key != "200") | .value] | add // 0' <<<"$s")
+  fi
+  if ((bad == 0)) && jq -e '.TransportErrors == 0 and .Stalls == 0 and (.Lost | length) == 0 and .Unverifiable == 0 and .Acknowledged > 0 and .Verified == .Acknowledged' <<<"$s" >/dev/null; then
+    return 0
+  fi
+  jq -c '{ErrorSamples, Lost: (.Lost[:5]), Unverifiable, NoRetryAfter}' <<<"$s"
+  return 1
+}
+
+ms() { date +%s%3N; }
+
+# ---------------------------------------------------------------------------
+
+# ---------------------------------------------------------------------------
+for f in "$TOOLS_MOD"/cluster-test.d/*.sh; do
+  [[ $(basename "$f") =~ ${CLUSTER_SCENARIOS:-.} ]] || continue
+  # shellcheck source=/dev/null
+  source "$f"
+done
