@@ -19,13 +19,24 @@ type Pinger interface {
 //   - /startupz: start-up has finished: every component started and both
 //     listeners are bound. Until then liveness is not worth asking.
 //   - /livez: the process serves HTTP. Failing it means restart me.
-//   - /readyz: started, the store answers within the readiness timeout and
-//     the server is not draining. Failing it means send me no traffic for now.
+//   - /readyz: started, not draining, and the store has answered once since
+//     start. Failing it means send me no traffic for now.
+//
+// Readiness is not tied to the store once it has been reached: the store is
+// shared by every replica, so an outage would take them all out of the
+// Service at once and clients would get connection errors instead of the
+// 503 + Retry-After the API answers while the store is away. The first
+// answer is still required, so that a rollout with a wrong store address
+// stops at its first pod instead of replacing working ones. /readyz keeps
+// pinging the store, bounded by the readiness timeout, so that the probe
+// doubles as a heartbeat: an outage shows in the store metrics and the log
+// even when no request comes in, and in the body of the answer.
 type Health struct {
 	store    Pinger
 	timeout  time.Duration
 	started  atomic.Bool
 	draining atomic.Bool
+	reached  atomic.Bool // the store has answered a ping since start
 	log      *zap.Logger
 }
 
@@ -54,8 +65,9 @@ func (h *Health) Livez(w http.ResponseWriter, _ *http.Request) {
 	writeProbe(w, http.StatusOK, "ok")
 }
 
-// Readyz answers 200 when the store answers in time and the server is not
-// draining, 503 otherwise.
+// Readyz answers 200 once started and the store has answered once, 503
+// before that and while draining. A store that stops answering afterwards
+// is reported in the body ("ok, store unreachable") but keeps the 200.
 func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
 	if !h.started.Load() {
 		writeProbe(w, http.StatusServiceUnavailable, "starting")
@@ -68,10 +80,15 @@ func (h *Health) Readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.timeout)
 	defer cancel()
 	if err := h.store.Ping(ctx); err != nil {
-		h.log.Warn("readiness: store unreachable", zap.Error(err))
-		writeProbe(w, http.StatusServiceUnavailable, "store unreachable")
+		h.log.Warn("readiness: store unreachable", zap.Error(err), zap.Bool("ready", h.reached.Load()))
+		if !h.reached.Load() {
+			writeProbe(w, http.StatusServiceUnavailable, "store not reached yet")
+			return
+		}
+		writeProbe(w, http.StatusOK, "ok, store unreachable")
 		return
 	}
+	h.reached.Store(true)
 	writeProbe(w, http.StatusOK, "ok")
 }
 

@@ -85,30 +85,42 @@ func TestStartupz(t *testing.T) {
 func TestReadyz(t *testing.T) {
 	errDown := errors.New("connection refused")
 	tests := []struct {
-		name      string
-		ping      error
-		started   bool
-		draining  bool
-		status    int
-		body      string
-		wantPing  bool
-		wantWarns int
+		name     string
+		reached  bool // the store answered an earlier probe
+		ping     error
+		started  bool
+		draining bool
+		status   int
+		body     string
+		wantPing bool
+		wantWarn bool
 	}{
-		{name: "before start", started: false, status: 503, body: "starting"},
-		{name: "before start, store down", ping: errDown, started: false, status: 503, body: "starting"},
+		{name: "before start", status: 503, body: "starting"},
+		{name: "before start, store down", ping: errDown, status: 503, body: "starting"},
 		{name: "started, store up", started: true, status: 200, body: "ok", wantPing: true},
-		{name: "started, store down", ping: errDown, started: true, status: 503, body: "store unreachable", wantPing: true, wantWarns: 1},
-		{name: "draining, store up", started: true, draining: true, status: 503, body: "draining"},
-		{name: "draining, store down", ping: errDown, started: true, draining: true, status: 503, body: "draining"},
+		// A store never reached keeps the pod out: a wrong address stops a rollout.
+		{name: "started, store never reached", ping: errDown, started: true, status: 503, body: "store not reached yet", wantPing: true, wantWarn: true},
+		// Once reached, an outage of the shared store keeps the pod in the
+		// Service, answering 503 + Retry-After, and says so in the body.
+		{name: "started, store down after it answered", reached: true, ping: errDown, started: true, status: 200, body: "ok, store unreachable", wantPing: true, wantWarn: true},
+		{name: "started, store back", reached: true, started: true, status: 200, body: "ok", wantPing: true},
+		{name: "draining, store up", reached: true, started: true, draining: true, status: 503, body: "draining"},
+		{name: "draining, store down", reached: true, ping: errDown, started: true, draining: true, status: 503, body: "draining"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			core, logs := observer.New(zapcore.DebugLevel)
-			store := &fakePinger{err: tt.ping}
+			store := &fakePinger{}
 			h := NewHealth(store, time.Second, zap.New(core))
 			if tt.started {
 				h.SetStarted()
 			}
+			if tt.reached {
+				assertProbe(t, probe(t, h.Readyz, "/readyz"), http.StatusOK, "ok")
+			}
+			store.mu.Lock()
+			store.err, store.calls = tt.ping, 0
+			store.mu.Unlock()
 			if tt.draining {
 				h.SetDraining()
 			}
@@ -119,10 +131,10 @@ func TestReadyz(t *testing.T) {
 				t.Errorf("store pinged = %v, want %v", pinged, tt.wantPing)
 			}
 			warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
-			if len(warns) != tt.wantWarns {
-				t.Fatalf("warn entries = %d (%v), want %d", len(warns), warns, tt.wantWarns)
+			if got := len(warns) == 1; got != tt.wantWarn || len(warns) > 1 {
+				t.Fatalf("warn entries = %d (%v), want warned = %v", len(warns), warns, tt.wantWarn)
 			}
-			if tt.wantWarns > 0 {
+			if tt.wantWarn {
 				e := warns[0]
 				if !strings.Contains(e.Message, "store unreachable") {
 					t.Errorf("warn message = %q, want it to mention the store", e.Message)
@@ -154,7 +166,7 @@ func TestReadyzPingDeadline(t *testing.T) {
 		}
 	})
 
-	t.Run("slow store fails readiness", func(t *testing.T) {
+	t.Run("slow store is cut at the timeout", func(t *testing.T) {
 		core, logs := observer.New(zapcore.WarnLevel)
 		store := &fakePinger{block: true}
 		h := NewHealth(store, timeout, zap.New(core))
@@ -172,7 +184,7 @@ func TestReadyzPingDeadline(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("/readyz did not answer: the store ping was not bounded by the readiness timeout")
 		}
-		assertProbe(t, rec, http.StatusServiceUnavailable, "store unreachable")
+		assertProbe(t, rec, http.StatusServiceUnavailable, "store not reached yet")
 		warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
 		if len(warns) != 1 {
 			t.Fatalf("warn entries = %d, want 1", len(warns))
