@@ -40,6 +40,18 @@ type storedPlant struct {
 	Tag  string `json:"tag,omitempty"`
 }
 
+// storedForm is the value Redis holds for a plant the service answered
+// with body.
+func storedForm(t *testing.T, body string) string {
+	t.Helper()
+	var sent storedPlant
+	if err := json.Unmarshal([]byte(body), &sent); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(sent)
+	return string(want)
+}
+
 // TestChaosRedisKill kills Redis (SIGKILL) under load and restarts it on the
 // same port and data directory. A crash of Redis must lose no acknowledged
 // plant (with the chart's appendfsync always, the AOF is written and fsynced
@@ -133,13 +145,9 @@ func TestChaosRedisKill(t *testing.T) {
 	client := redis.Client()
 	lost := 0
 	for id, body := range acked {
-		var sent storedPlant
-		if err := json.Unmarshal([]byte(body), &sent); err != nil {
-			t.Fatal(err)
-		}
-		want, _ := json.Marshal(sent)
+		want := storedForm(t, body)
 		got, err := client.Get(t.Context(), fmt.Sprintf("plantstore:plant:{%d}", id)).Result()
-		if err != nil || got != string(want) {
+		if err != nil || got != want {
 			lost++
 			if lost <= 5 {
 				t.Errorf("acknowledged plant %d: Redis has %q (%v), want %s", id, got, err, want)

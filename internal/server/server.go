@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -22,31 +24,93 @@ type HTTPOptions struct {
 	MaxHeaderBytes    int
 }
 
+// idleGrace is how long a kept-alive connection must have been idle before
+// the drain closes it. Closing an idle connection races with a client that
+// is sending a request on it at that moment; that request fails (EOF or
+// reset) and, for a POST, the client cannot know whether it was processed,
+// so it does not retry. A connection in use is instead closed after its
+// next response ("Connection: close"), which is race-free; only connections
+// nobody has used for idleGrace are closed under the client.
+const idleGrace = time.Second
+
 // HTTPServer is one listener and the http.Server on it.
 type HTTPServer struct {
-	name string // for messages: "API", "admin"
-	flag string // the option that sets the address, for messages
-	addr string
-	srv  *http.Server
-	ln   net.Listener
-	log  *zap.Logger
-	done chan struct{}
+	name     string // for messages: "API", "admin"
+	flag     string // the option that sets the address, for messages
+	addr     string
+	srv      *http.Server
+	ln       net.Listener
+	log      *zap.Logger
+	done     chan struct{}
+	draining atomic.Bool // answer "Connection: close": Shutdown has begun
+	conns    connTracker
 }
 
 // NewHTTPServer returns a server for handler on addr; it binds on Start.
 func NewHTTPServer(name, flag, addr string, handler http.Handler, o HTTPOptions, log *zap.Logger) *HTTPServer {
-	return &HTTPServer{
-		name: name, flag: flag, addr: addr, log: log,
-		srv: &http.Server{
-			Handler:           closeAfterChunked(handler),
-			ReadHeaderTimeout: o.ReadHeaderTimeout,
-			ReadTimeout:       o.ReadTimeout,
-			WriteTimeout:      o.WriteTimeout,
-			IdleTimeout:       o.IdleTimeout,
-			MaxHeaderBytes:    o.MaxHeaderBytes,
-			ErrorLog:          zap.NewStdLog(log.Named("http")),
-		},
+	s := &HTTPServer{name: name, flag: flag, addr: addr, log: log}
+	s.srv = &http.Server{
+		Handler:           s.closeWhenDraining(closeAfterChunked(handler)),
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		ReadTimeout:       o.ReadTimeout,
+		WriteTimeout:      o.WriteTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    o.MaxHeaderBytes,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+		ConnState:         s.conns.track,
 	}
+	return s
+}
+
+// closeWhenDraining answers with "Connection: close" once the server drains,
+// so that every kept-alive connection in use ends cleanly after its response
+// and its client dials again (another replica, once this one's listener is
+// closed).
+func (s *HTTPServer) closeWhenDraining(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// connTracker knows each open connection's state and since when.
+type connTracker struct {
+	mu    sync.Mutex
+	conns map[net.Conn]connState
+}
+
+type connState struct {
+	state http.ConnState
+	since time.Time
+}
+
+func (c *connTracker) track(conn net.Conn, state http.ConnState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch state {
+	case http.StateHijacked, http.StateClosed:
+		delete(c.conns, conn)
+	default:
+		if c.conns == nil {
+			c.conns = make(map[net.Conn]connState)
+		}
+		c.conns[conn] = connState{state: state, since: time.Now()}
+	}
+}
+
+// settled says every open connection has been idle (or new, with no request
+// yet) for at least grace: closing them now cannot cut a request short.
+func (c *connTracker) settled(now time.Time, grace time.Duration) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cs := range c.conns {
+		if cs.state == http.StateActive || now.Sub(cs.since) < grace {
+			return false
+		}
+	}
+	return true
 }
 
 // closeAfterChunked closes the connection after answering a request whose
@@ -94,8 +158,9 @@ func (s *HTTPServer) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Shutdown stops accepting connections and waits for in-flight requests
-// until ctx ends, then closes what is left.
+// Shutdown stops accepting connections, lets every kept-alive connection in
+// use end after its next response, closes the ones left idle for idleGrace,
+// and waits for in-flight requests until ctx ends, then closes what is left.
 func (s *HTTPServer) Shutdown(ctx context.Context) error {
 	if s.ln == nil {
 		return nil
@@ -110,6 +175,21 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 	// Serve returns on the closed listener; Shutdown drains what it left.
 	_ = s.ln.Close()
 	<-s.done
+	// Only now, with dials refused, may responses say "Connection: close":
+	// a client told so dials again at once, and a dial that lands just
+	// before the listener closes is reset after its request went out.
+	s.draining.Store(true)
+	// net/http's Shutdown closes idle connections at once, under a client
+	// that may be sending on one: wait until the connections in use have
+	// closed themselves and the rest have been idle for idleGrace.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for ctx.Err() == nil && !s.conns.settled(time.Now(), idleGrace) {
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
 	err := s.srv.Shutdown(ctx)
 	if err != nil {
 		_ = s.srv.Close()

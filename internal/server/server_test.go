@@ -541,3 +541,117 @@ func rawExchange(t *testing.T, addr, raw string) []byte {
 	b, _ := io.ReadAll(conn)
 	return b
 }
+
+// TestHTTPServerShutdownSparesIdleConnectionsInUse: a kept-alive connection
+// that is idle when Shutdown begins is not closed under its client: a
+// request sent on it shortly after is answered, with "Connection: close",
+// and only then does the connection end. Closing it at once (what net/http's
+// Shutdown does) fails such a request with EOF or a reset, which a client
+// cannot safely retry for a POST.
+func TestHTTPServerShutdownSparesIdleConnectionsInUse(t *testing.T) {
+	s := startServer(t, okHandler(), HTTPOptions{})
+	addr := s.Addr().String()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	exchange := func() (*http.Response, error) {
+		req := "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+		if _, err := io.WriteString(conn, req); err != nil {
+			return nil, err
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp, nil
+	}
+	if resp, err := exchange(); err != nil || resp.Close {
+		t.Fatalf("before Shutdown: %v (close %v), want a kept-alive 200", err, resp != nil && resp.Close)
+	}
+
+	shutdownErr := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shutdownErr <- s.Shutdown(ctx)
+	}()
+	for !refuses(addr) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Well within idleGrace of its last use: the connection is still open.
+	time.Sleep(idleGrace / 5)
+	resp, err := exchange()
+	if err != nil {
+		t.Fatalf("a request on a kept-alive connection during Shutdown: %v, want it answered", err)
+	}
+	if resp.StatusCode != http.StatusOK || !resp.Close {
+		t.Errorf("during Shutdown: %d, close %v; want 200 with Connection: close", resp.StatusCode, resp.Close)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := r.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Errorf("after the closing response: read %d bytes, %v; want EOF", n, err)
+	}
+	if err := <-shutdownErr; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}
+
+// TestHTTPServerShutdownClosesUnusedConnections: a connection its client
+// leaves idle does not hold Shutdown beyond idleGrace.
+func TestHTTPServerShutdownClosesUnusedConnections(t *testing.T) {
+	s := startServer(t, okHandler(), HTTPOptions{})
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{}}
+	if status, _ := get(t, client, "http://"+s.Addr().String()+"/"); status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	// Generous: the bound checked is "ends", not how fast.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*idleGrace)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with an idle kept-alive connection: %v, want it closed once idle for %v", err, idleGrace)
+	}
+}
+
+func TestConnTrackerSettled(t *testing.T) {
+	now := time.Now()
+	a, b := &net.TCPConn{}, &net.TCPConn{}
+	tests := []struct {
+		name  string
+		conns map[net.Conn]connState
+		want  bool
+	}{
+		{name: "no connections", want: true},
+		{name: "idle long enough", conns: map[net.Conn]connState{a: {http.StateIdle, now.Add(-idleGrace)}}, want: true},
+		{name: "new long enough", conns: map[net.Conn]connState{a: {http.StateNew, now.Add(-2 * idleGrace)}}, want: true},
+		{name: "idle just now", conns: map[net.Conn]connState{a: {http.StateIdle, now.Add(-idleGrace / 2)}}},
+		{name: "active for long", conns: map[net.Conn]connState{a: {http.StateActive, now.Add(-time.Hour)}}},
+		{name: "one of two still recent", conns: map[net.Conn]connState{
+			a: {http.StateIdle, now.Add(-time.Hour)}, b: {http.StateIdle, now}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := connTracker{conns: tt.conns}
+			if got := c.settled(now, idleGrace); got != tt.want {
+				t.Errorf("settled = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestConnTrackerForgetsClosedAndHijacked(t *testing.T) {
+	var c connTracker
+	a, b := &net.TCPConn{}, &net.TCPConn{}
+	c.track(a, http.StateNew)
+	c.track(b, http.StateActive)
+	c.track(a, http.StateClosed)
+	c.track(b, http.StateHijacked)
+	if len(c.conns) != 0 {
+		t.Errorf("tracked after close and hijack: %v", c.conns)
+	}
+}
