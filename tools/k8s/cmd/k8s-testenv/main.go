@@ -6,7 +6,8 @@
 //	                                    CA, serving cert (127.0.0.1/localhost and
 //	                                    each -ip), service-account key pair, a
 //	                                    client cert for the API server's calls to
-//	                                    kubelets, static token file with admin and
+//	                                    kubelets and one for its aggregation
+//	                                    layer (front-proxy), static token file with admin and
 //	                                    each -user, DIR/kubeconfig (admin) and
 //	                                    DIR/kubeconfig-NAME per -user
 //	k8s-testenv pods DIR < manifests    one Pod manifest per pod template
@@ -264,6 +265,25 @@ func writePKI(dir, server string, extraIPs []net.IP, users []identity) error {
 		return err
 	}
 
+	// The aggregation layer's identity towards extension API servers
+	// (metrics-server), which trust it through --requestheader-client-ca-file.
+	fpKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	fpTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(4),
+		Subject:      pkix.Name{CommonName: "front-proxy-client"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	fpDER, err := x509.CreateCertificate(rand.Reader, fpTmpl, caCert, &fpKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return err
@@ -290,6 +310,7 @@ func writePKI(dir, server string, extraIPs []net.IP, users []identity) error {
 		"ca.crt":             pemBlock("CERTIFICATE", caDER),
 		"serving.crt":        pemBlock("CERTIFICATE", srvDER),
 		"kubelet-client.crt": pemBlock("CERTIFICATE", kcDER),
+		"front-proxy.crt":    pemBlock("CERTIFICATE", fpDER),
 		"sa.key":             pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)),
 		"sa.pub":             pemBlock("PUBLIC KEY", saPub),
 	}
@@ -302,7 +323,7 @@ func writePKI(dir, server string, extraIPs []net.IP, users []identity) error {
 		files[kubeconfigName(u.name)] = kubeconfig(server, filepath.Join(dir, "ca.crt"), u.name, t)
 	}
 	files["tokens.csv"] = []byte(tokens)
-	for name, k := range map[string]*ecdsa.PrivateKey{"ca.key": caKey, "serving.key": srvKey, "kubelet-client.key": kcKey} {
+	for name, k := range map[string]*ecdsa.PrivateKey{"ca.key": caKey, "serving.key": srvKey, "kubelet-client.key": kcKey, "front-proxy.key": fpKey} {
 		der, err := x509.MarshalECPrivateKey(k)
 		if err != nil {
 			return err

@@ -152,7 +152,7 @@ func TestPKIAndPorts(t *testing.T) {
 		!regexp.MustCompile(`(?m)^[0-9a-f]{48},system:kube-scheduler,system:kube-scheduler,""$`).Match(tokens) {
 		t.Errorf("tokens.csv:\n%s", tokens)
 	}
-	for _, f := range []string{"kubeconfig-system-node-n1", "kubeconfig-system-kube-scheduler", "kubelet-client.crt", "kubelet-client.key"} {
+	for _, f := range []string{"kubeconfig-system-node-n1", "kubeconfig-system-kube-scheduler", "kubelet-client.crt", "kubelet-client.key", "front-proxy.crt", "front-proxy.key"} {
 		if _, err := os.Stat(filepath.Join(node, f)); err != nil {
 			t.Error(err)
 		}
