@@ -6,7 +6,7 @@
 #
 #   tools/k8s/build.sh TOOL...    TOOL: helm kubeconform kubectl kube-apiserver
 #                                 kube-controller-manager kube-scheduler kubelet
-#                                 kube-proxy coredns
+#                                 kube-proxy coredns metrics-server
 #
 # Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
 set -euo pipefail
@@ -34,9 +34,20 @@ LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 LDFLAGS+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=31"
 LDFLAGS+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=31"
 LDFLAGS+=" -X main.version=$KUBECONFORM_VERSION" # kubeconform; no other tool here has main.version
-key=$( { cat "$MOD/go.mod" "$MOD/go.sum" "$MOD/coredns/go.mod" "$MOD/coredns/go.sum" "$MOD/coredns/main.go"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
+# Tools in modules of their own: directory and package.
+declare -A OWN=(
+  [coredns]="coredns ."
+  [metrics-server]="metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server"
+)
+key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
 BIN=$CACHE/bin/$key
-mkdir -p "$BIN"
+mkdir -p "$BIN" "$CACHE/own"
+# A tool in a module of its own is cached by that module's files alone (a
+# new such module does not rebuild the others) and linked into BIN.
+own_path() {
+  local dir=$1
+  echo "$CACHE/own/$2-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "$MOD/$dir"/*.go 2>/dev/null; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)"
+}
 
 # Concurrent runs share the cache: build under a lock.
 if command -v flock >/dev/null; then
@@ -44,10 +55,14 @@ if command -v flock >/dev/null; then
   flock -w 3600 9 || { echo "build: could not lock $CACHE/.build.lock" >&2; exit 1; }
 fi
 
-missing=() coredns=0
+missing=() own=()
 for t in "$@"; do
+  if [[ -n ${OWN[$t]:-} ]]; then
+    read -r dir _ <<<"${OWN[$t]}"
+    if [[ -x $(own_path "$dir" "$t")/$t ]]; then ln -sfn "$(own_path "$dir" "$t")/$t" "$BIN/$t"; else own+=("$t"); fi
+    continue
+  fi
   [[ -x $BIN/$t ]] && continue
-  if [[ $t == coredns ]]; then coredns=1; continue; fi
   [[ -n ${PKG[$t]:-} ]] || { echo "build: unknown tool $t" >&2; exit 2; }
   missing+=("${PKG[$t]}")
 done
@@ -57,12 +72,19 @@ if ((${#missing[@]})); then
   (cd "$MOD" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/" "${missing[@]}") >&2
   echo "build: done in $((SECONDS - t0))s" >&2
 fi
-if ((coredns)); then
+for t in "${own[@]}"; do
+  read -r dir pkg <<<"${OWN[$t]}"
   t0=$SECONDS
-  echo "build: coredns (tools/k8s/coredns)" >&2
-  (cd "$MOD/coredns" && go build -trimpath -o "$BIN/" .) >&2
+  echo "build: $t (tools/k8s/$dir)" >&2
+  out=$(own_path "$dir" "$t")
+  (cd "$MOD/$dir" && go build -trimpath -ldflags "$LDFLAGS" -o "$out/$t" "$pkg") >&2
+  ln -sfn "$out/$t" "$BIN/$t"
   echo "build: done in $((SECONDS - t0))s" >&2
-fi
-# Builds for other go.mod/flag versions are stale: drop them (~340 MB each).
-for old in "$CACHE"/bin/*/; do [[ ${old%/} == "$BIN" ]] || rm -rf "${old%/}"; done
+done
+# Builds for other go.mod/flag versions are stale: drop those unused for a
+# day (~1 GB each; a running cluster may still use a recent one).
+touch "$BIN"
+find "$CACHE/bin" -mindepth 1 -maxdepth 1 -type d ! -path "$BIN" -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
+for t in "$@"; do [[ -L $BIN/$t ]] && touch "$(dirname "$(readlink "$BIN/$t")")"; done
+find "$CACHE/own" -mindepth 1 -maxdepth 1 -type d -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
 echo "$BIN"

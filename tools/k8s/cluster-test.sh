@@ -80,16 +80,30 @@ finish() {
 }
 # The global sysctls, less the counters that move by themselves.
 sysctls() { sysctl -a 2>/dev/null | grep -vE '^(fs\.(dentry-state|inode-nr|inode-state|file-nr|quota)|kernel\.(random|ns_last_pid|pty\.nr|sched_domain)|net\.netfilter\.nf_conntrack_count|vm\.stat)' | sort; }
+# A cluster left up by an earlier run (CLUSTER_KEEP) has changed sysctls:
+# take it down before recording what the machine is like without one.
+if [[ $REUSE != 1 ]] && [[ -e $CLUSTER_DIR || -e /run/netns/$NETNS ]]; then
+  echo "tearing down the cluster an earlier run left in $CLUSTER_DIR"
+  "$CLUSTER" down >/dev/null
+fi
 SYSCTLS_BEFORE=$(sysctls)
+# The pods' network namespaces of any containerd on the machine.
+cni_netns() { ls /run/netns 2>/dev/null | grep '^cni-' | sort || true; }
+NETNS_BEFORE=$(cni_netns)
 
-# check_clean: after teardown nothing of the cluster is left: no namespace,
-# mount, cgroup, process or state directory, and every sysctl as before.
+# check_clean: after teardown nothing of the cluster is left: no namespace
+# (its own or a pod's), mount, cgroup, process or state directory, and every
+# sysctl as before.
 check_clean() {
   local left=()
   [[ ! -e /run/netns/$NETNS ]] || left+=("network namespace $NETNS")
   [[ ! -e $CLUSTER_DIR ]] || left+=("directory $CLUSTER_DIR")
   findmnt -rn -o TARGET | grep -q "^$CLUSTER_DIR/" && left+=("mounts under $CLUSTER_DIR")
   compgen -G "/sys/fs/cgroup/*/$NETNS" >/dev/null && left+=("cgroups /sys/fs/cgroup/*/$NETNS")
+  local netns_now
+  netns_now=$(cni_netns)
+  [[ $(comm -13 <(echo "$NETNS_BEFORE") <(echo "$netns_now")) == "" ]] ||
+    left+=("network namespaces in /run/netns: $(comm -13 <(echo "$NETNS_BEFORE") <(echo "$netns_now") | tr '\n' ' ')")
   pgrep -f "$CLUSTER_DIR/" >/dev/null && left+=("processes: $(pgrep -af "$CLUSTER_DIR/" | cut -c1-80 | tr '\n' ';')")
   local diff
   diff=$(diff <(echo "$SYSCTLS_BEFORE") <(sysctls) | grep '^[<>]' | head -n 5 || true)

@@ -76,7 +76,7 @@ install_packages() {
 build() {
   install_packages
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kube-apiserver kube-controller-manager kube-scheduler \
-    kubelet kube-proxy kubectl helm coredns | tail -n 1)
+    kubelet kube-proxy kubectl helm coredns metrics-server | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
   (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-testenv ./cmd/k8s-pause ./cmd/k8s-load)
 }
@@ -140,7 +140,7 @@ up() {
   say "PKI and static identities"
   k8s-testenv pki "$DIR/pki" "https://$NODE_IP:6443" -ip "$NODE_IP" -ip "$API_SVC_IP" \
     -user "system:node:$NODE_NAME=system:nodes" -user system:kube-controller-manager \
-    -user system:kube-scheduler -user system:kube-proxy -user system:coredns
+    -user system:kube-scheduler -user system:kube-proxy -user system:coredns -user system:metrics-server
   # The host's kubeconfig goes through the loopback forward.
   sed "s#https://$NODE_IP:6443#https://127.0.0.1:$API_PORT#" "$DIR/pki/kubeconfig" >"$DIR/kubeconfig"
   chmod 600 "$DIR/kubeconfig"
@@ -165,7 +165,12 @@ up() {
     --api-audiences=https://kubernetes.default.svc.cluster.local \
     --authorization-mode=Node,RBAC --anonymous-auth=false \
     --enable-admission-plugins=NodeRestriction,PodSecurity \
-    --service-cluster-ip-range="$SVC_CIDR" --cert-dir="$DIR/pki/apiserver" --profiling=false
+    --service-cluster-ip-range="$SVC_CIDR" --cert-dir="$DIR/pki/apiserver" --profiling=false \
+    --requestheader-client-ca-file="$DIR/pki/ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="$DIR/pki/front-proxy.crt" --proxy-client-key-file="$DIR/pki/front-proxy.key" \
+    --enable-aggregator-routing=true
   # The host's side of the forward: one socat per connection into the namespace.
   socat "TCP-LISTEN:$API_PORT,bind=127.0.0.1,reuseaddr,fork" \
     "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$NODE_IP\:6443" >"$DIR/logs/api-forward.log" 2>&1 &
@@ -257,6 +262,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   # Root here lacks CAP_SYS_RESOURCE: no process may lower its
   # oom_score_adj, and runc fails every sandbox that asks for -998.
   restrict_oom_score_adj = true
+  # The pods' network namespaces under our state directory, not the host's
+  # /run/netns: teardown unmounts everything below the directory, and a
+  # cluster killed with its pods running leaves none behind.
+  netns_mounts_under_state_dir = true
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -371,7 +380,71 @@ cluster.local:53 {
 EOF
   start coredns coredns -conf "$DIR/etc/Corefile"
 
+  say "metrics-server on $NODE_IP:4443 (resource metrics for HPAs, kubectl top)"
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:metrics-server"}
+rules:
+  - apiGroups: [""]
+    resources: [nodes/metrics]
+    verbs: [get]
+  - apiGroups: [""]
+    resources: [pods, nodes]
+    verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:metrics-server"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:metrics-server"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "metrics-server:system:auth-delegator"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: "metrics-server-auth-reader", namespace: kube-system}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
+---
+# metrics-server runs on the node, not in a pod: a Service without a
+# selector whose endpoint is the node's address. Endpoints, not an
+# EndpointSlice: the aggregator resolves APIServices through Endpoints.
+apiVersion: v1
+kind: Service
+metadata: {name: metrics-server, namespace: kube-system}
+spec:
+  ports: [{name: https, port: 443, targetPort: 4443}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: metrics-server, namespace: kube-system}
+subsets: [{addresses: [{ip: "$NODE_IP"}], ports: [{name: https, port: 4443}]}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  service: {name: metrics-server, namespace: kube-system, port: 443}
+  group: metrics.k8s.io
+  version: v1beta1
+  # Its serving certificate is self-signed, as in metrics-server's own manifest.
+  insecureSkipTLSVerify: true
+  groupPriorityMinimum: 100
+  versionPriority: 100
+EOF
+  start metrics-server metrics-server --kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
+    --authentication-kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
+    --authorization-kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
+    --bind-address="$NODE_IP" --secure-port=4443 --cert-dir="$DIR/metrics-server" \
+    --kubelet-preferred-address-types=InternalIP --kubelet-insecure-tls --metric-resolution=15s
+
   wait_for "node $NODE_NAME Ready" 120 kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
+  wait_for "the metrics.k8s.io API" 60 kubectl wait --for=condition=Available apiservice/v1beta1.metrics.k8s.io --timeout=1s
   wait_for CoreDNS 60 in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8182 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'
   say "up: export KUBECONFIG=$DIR/kubeconfig"
 }
@@ -410,10 +483,17 @@ down() {
     while read -r pid name; do kill -9 "$pid" 2>/dev/null || true; done <"$DIR/pids"
     rm -f "$DIR/pids"
   fi
-  # containerd's shims outlive it: only those serving our containerd.
-  for pid in $(pgrep -f "containerd-shim-runc-v2 -namespace k8s.io -address $sock" || true); do
+  # containerd's shims outlive it: only those serving our containerd (their
+  # command line is "containerd-shim-runc-v2 -namespace k8s.io -id ID
+  # -address SOCK"), then whatever still runs in the pods' cgroups.
+  for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $sock( |$)" || true); do
     kill -9 "$pid" 2>/dev/null || true
   done
+  for s in /sys/fs/cgroup/*"$CGROUP_ROOT"; do
+    [[ -d $s ]] || continue
+    find "$s" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done
+  done
+  sleep 0.5 # the kernel reaps them before their cgroups can go
   # Whatever is still mounted below the state directory (volumes, rootfs,
   # the sandboxes' namespaces), deepest first.
   for _ in 1 2 3; do
