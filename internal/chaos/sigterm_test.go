@@ -201,20 +201,33 @@ func TestChaosSIGTERM(t *testing.T) {
 // creates: no Idempotency-Key, so Go's transport cannot resend a POST that
 // went out on a connection the server closed. Only a refused connection is
 // retried (nothing was sent: a client retries another replica). Asserted
-// over several rounds: no request fails with a transport error or a non-200,
+// over several rounds, every other one with the service stalled (SIGSTOP)
+// across the signal: no request fails with a transport error or a non-200,
 // every acknowledged plant is in Redis, and the process exits 0.
 func TestChaosSIGTERMDefaults(t *testing.T) {
 	redis := redistest.Start(t)
 	client := redis.Client()
-	rounds := servicetest.Pick(5, 20)
+	rounds := servicetest.Pick(6, 20)
 	var requests, failures, acked, lost int
 	var toExit time.Duration
 	for round := range rounds {
 		s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr, Extra: patientStore})
 		load := servicetest.StartLoad(s, servicetest.LoadOptions{Workers: 32, RetryRefused: true, FirstID: int64(round) << 32})
 		time.Sleep(servicetest.Pick(time.Second, 3*time.Second))
+		stalled := round%2 == 1
+		if stalled {
+			// The service stalls (as under CPU throttling or a long pause)
+			// for longer than its idle grace while requests keep arriving,
+			// and SIGTERM finds them unread on connections it counts as
+			// idle.
+			s.SendSignal(t, syscall.SIGSTOP)
+			time.Sleep(1500 * time.Millisecond)
+		}
 		signalled := time.Now()
 		s.SendSignal(t, syscall.SIGTERM)
+		if stalled {
+			s.SendSignal(t, syscall.SIGCONT)
+		}
 		if code := s.Wait(t, 30*time.Second); code != 0 {
 			t.Errorf("round %d: exit code %d after SIGTERM, want 0:\n%s", round, code, s.Logs)
 		}

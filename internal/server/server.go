@@ -24,8 +24,8 @@ type HTTPOptions struct {
 	MaxHeaderBytes    int
 }
 
-// idleGrace is how long a kept-alive connection must have been idle before
-// the drain closes it. Closing an idle connection races with a client that
+// idleGrace is how long a kept-alive connection must have been idle, since
+// the drain began, before the drain closes it. Closing an idle connection races with a client that
 // is sending a request on it at that moment; that request fails (EOF or
 // reset) and, for a POST, the client cannot know whether it was processed,
 // so it does not retry. A connection in use is instead closed after its
@@ -101,16 +101,32 @@ func (c *connTracker) track(conn net.Conn, state http.ConnState) {
 }
 
 // settled says every open connection has been idle (or new, with no request
-// yet) for at least grace: closing them now cannot cut a request short.
-func (c *connTracker) settled(now time.Time, grace time.Duration) bool {
+// yet) for at least grace and has no unread bytes waiting: closing them now
+// cuts no request short. The unread bytes matter when this process was
+// stalled (CPU throttling, a long pause): net/http then still counts as idle
+// a connection whose next request has already arrived.
+func (c *connTracker) settled(now, drainStart time.Time, grace time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, cs := range c.conns {
-		if cs.state == http.StateActive || now.Sub(cs.since) < grace {
+	for conn, cs := range c.conns {
+		// Idle since the drain began, not since its last use: a client
+		// whose busy connections the drain closes falls back on the ones it
+		// had left unused in its pool, whatever their age.
+		if cs.state == http.StateActive || now.Sub(later(cs.since, drainStart)) < grace {
+			return false
+		}
+		if n, ok := pendingBytes(conn); ok && n > 0 {
 			return false
 		}
 	}
 	return true
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // closeAfterChunked closes the connection after answering a request whose
@@ -179,12 +195,13 @@ func (s *HTTPServer) Shutdown(ctx context.Context) error {
 	// a client told so dials again at once, and a dial that lands just
 	// before the listener closes is reset after its request went out.
 	s.draining.Store(true)
+	drainStart := time.Now()
 	// net/http's Shutdown closes idle connections at once, under a client
 	// that may be sending on one: wait until the connections in use have
 	// closed themselves and the rest have been idle for idleGrace.
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for ctx.Err() == nil && !s.conns.settled(time.Now(), idleGrace) {
+	for ctx.Err() == nil && !s.conns.settled(time.Now(), drainStart, idleGrace) {
 		select {
 		case <-ctx.Done():
 		case <-tick.C:

@@ -543,8 +543,8 @@ func rawExchange(t *testing.T, addr, raw string) []byte {
 }
 
 // TestHTTPServerShutdownSparesIdleConnectionsInUse: a kept-alive connection
-// that is idle when Shutdown begins is not closed under its client: a
-// request sent on it shortly after is answered, with "Connection: close",
+// that is idle when Shutdown begins, however long, is not closed under its
+// client at once: a request sent on it shortly after is answered, with "Connection: close",
 // and only then does the connection end. Closing it at once (what net/http's
 // Shutdown does) fails such a request with EOF or a reset, which a client
 // cannot safely retry for a POST.
@@ -574,6 +574,10 @@ func TestHTTPServerShutdownSparesIdleConnectionsInUse(t *testing.T) {
 	if resp, err := exchange(); err != nil || resp.Close {
 		t.Fatalf("before Shutdown: %v (close %v), want a kept-alive 200", err, resp != nil && resp.Close)
 	}
+	// Left unused for longer than the grace before the drain, as a client
+	// leaves the spare connections of its pool: it falls back on them when
+	// the drain closes its busy ones.
+	time.Sleep(idleGrace + 100*time.Millisecond)
 
 	shutdownErr := make(chan error, 1)
 	go func() {
@@ -622,9 +626,10 @@ func TestConnTrackerSettled(t *testing.T) {
 	now := time.Now()
 	a, b := &net.TCPConn{}, &net.TCPConn{}
 	tests := []struct {
-		name  string
-		conns map[net.Conn]connState
-		want  bool
+		name     string
+		conns    map[net.Conn]connState
+		drainAgo time.Duration // 0: the drain began long ago
+		want     bool
 	}{
 		{name: "no connections", want: true},
 		{name: "idle long enough", conns: map[net.Conn]connState{a: {http.StateIdle, now.Add(-idleGrace)}}, want: true},
@@ -633,11 +638,17 @@ func TestConnTrackerSettled(t *testing.T) {
 		{name: "active for long", conns: map[net.Conn]connState{a: {http.StateActive, now.Add(-time.Hour)}}},
 		{name: "one of two still recent", conns: map[net.Conn]connState{
 			a: {http.StateIdle, now.Add(-time.Hour)}, b: {http.StateIdle, now}}},
+		{name: "idle for an hour, drain began just now", conns: map[net.Conn]connState{a: {http.StateIdle, now.Add(-time.Hour)}}, drainAgo: idleGrace / 2},
+		{name: "idle for an hour, drain began a grace ago", conns: map[net.Conn]connState{a: {http.StateIdle, now.Add(-time.Hour)}}, drainAgo: idleGrace, want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := connTracker{conns: tt.conns}
-			if got := c.settled(now, idleGrace); got != tt.want {
+			drainStart := time.Time{}
+			if tt.drainAgo > 0 {
+				drainStart = now.Add(-tt.drainAgo)
+			}
+			if got := c.settled(now, drainStart, idleGrace); got != tt.want {
 				t.Errorf("settled = %v, want %v", got, tt.want)
 			}
 		})
@@ -653,5 +664,54 @@ func TestConnTrackerForgetsClosedAndHijacked(t *testing.T) {
 	c.track(b, http.StateHijacked)
 	if len(c.conns) != 0 {
 		t.Errorf("tracked after close and hijack: %v", c.conns)
+	}
+}
+
+// TestConnTrackerNotSettledWithUnreadBytes: a connection net/http counts as
+// idle while a request already waits in its receive buffer (this process was
+// stalled) is not closed.
+func TestConnTrackerNotSettledWithUnreadBytes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+
+	now := time.Now()
+	c := connTracker{conns: map[net.Conn]connState{server: {http.StateIdle, now.Add(-time.Hour)}}}
+	if !c.settled(now, time.Time{}, idleGrace) {
+		t.Fatal("an idle connection with nothing to read is not settled")
+	}
+	const req = "POST /plants HTTP/1.1\r\nHost: x\r\n\r\n"
+	if _, err := io.WriteString(client, req); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if n, ok := pendingBytes(server); ok && n == len(req) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("pendingBytes = %d, %v; want %d, true", n, ok, len(req))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if c.settled(now, time.Time{}, idleGrace) {
+		t.Error("settled with a request waiting unread: closing now would cut it")
+	}
+	if _, err := io.ReadFull(server, make([]byte, len(req))); err != nil {
+		t.Fatal(err)
+	}
+	if !c.settled(now, time.Time{}, idleGrace) {
+		t.Error("not settled once the bytes were read")
 	}
 }
