@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# skaffold against the test cluster (tools/k8s/cluster.sh), with no Docker
+# daemon and no registry: the profile test-cluster of skaffold.yaml builds
+# the image with buildah (tools/image/build.sh) and imports it into the node's
+# containerd (tools/k8s/skaffold-build.sh).
+#
+#   tools/k8s/skaffold.sh run  -p test-cluster
+#   tools/k8s/skaffold.sh dev  -p test-cluster [--port-forward]
+#   tools/k8s/skaffold.sh delete -p test-cluster
+#
+# skaffold's local builder asks a Docker Engine API for the ID of every image
+# it did not push, custom builds included (pkg/skaffold/build/local and
+# build/custom: ServerVersion, ImageInspect, ImageTag), and deploys the image
+# under a tag made of that ID. Podman's API service answers those calls from
+# its own storage, here below the cluster's directory: the build script loads
+# each image there as well. It is started on first use, and stopped by
+# `cluster.sh down` like the cluster's other processes. skaffold itself is
+# built from tools/k8s/skaffold (its own module).
+#
+# Environment: CLUSTER_DIR (default /tmp/plantstore-cluster).
+set -euo pipefail
+TOOLS_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$TOOLS_MOD/../.." && pwd)
+DIR=${CLUSTER_DIR:-/tmp/plantstore-cluster}
+export CLUSTER_DIR=$DIR
+[[ -f $DIR/kubeconfig && -f $DIR/pids ]] || { echo "skaffold.sh: no cluster in $DIR (make cluster-up)" >&2; exit 1; }
+
+BIN=$("$TOOLS_MOD/build.sh" skaffold helm kubectl | tail -n 1)
+if ! command -v podman >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman >/dev/null
+fi
+
+# podman_args: the storage the API service and the build script share.
+PODMAN=(podman --root "$DIR/podman/root" --runroot "$DIR/podman/run" --storage-driver overlay)
+sock=$DIR/podman/api.sock
+ping() { curl -sf --max-time 2 --unix-socket "$sock" http://podman/_ping >/dev/null; }
+if ! ping; then
+  mkdir -p "$DIR/podman" "$DIR/logs"
+  "${PODMAN[@]}" system service --time=0 "unix://$sock" >"$DIR/logs/podman-api.log" 2>&1 &
+  echo "$! podman-api" >>"$DIR/pids"
+  for _ in $(seq 40); do ping && break; sleep 0.25; done
+  ping || { echo "skaffold.sh: podman's API service did not start; see $DIR/logs/podman-api.log" >&2; exit 1; }
+fi
+
+export DOCKER_HOST=unix://$sock KUBECONFIG=$DIR/kubeconfig PATH=$BIN:$PATH
+export SKAFFOLD_UPDATE_CHECK=false SKAFFOLD_INTERACTIVE=false SKAFFOLD_COLLECT_METRICS=false
+cd "$REPO"
+exec skaffold "$@"
