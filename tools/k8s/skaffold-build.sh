@@ -14,14 +14,6 @@ if [[ ${PUSH_IMAGE:-false} == true ]]; then
   echo "skaffold-build.sh: the test-cluster profile imports into the node and never pushes (build.local.push: false)" >&2
   exit 1
 fi
-out=$DIR/skaffold/image.tar
-mkdir -p "$DIR/skaffold"
-OUT=$out IMAGE=$IMAGE "$REPO/tools/image/build.sh"
-
-PODMAN=(podman --root "$DIR/podman/root" --runroot "$DIR/podman/run" --storage-driver overlay)
-"${PODMAN[@]}" load -q -i "$out" >/dev/null
-id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$IMAGE")
-
 # normalize REF: the full name the kubelet asks containerd for (a bare
 # "plantstore" is docker.io/library/plantstore).
 normalize() {
@@ -31,12 +23,23 @@ normalize() {
   fi
   echo "$ref"
 }
+# Built, loaded and imported under its full name: containerd's CRI plugin
+# normalizes a short one ("plantstore:tag") in its cache, then cannot find
+# the image under that name and fails the container.
+full=$(normalize "$IMAGE")
+out=$DIR/skaffold/image.tar
+mkdir -p "$DIR/skaffold"
+OUT=$out IMAGE=$full "$REPO/tools/image/build.sh"
+
+PODMAN=(podman --root "$DIR/podman/root" --runroot "$DIR/podman/run" --storage-driver overlay)
+"${PODMAN[@]}" load -q -i "$out" >/dev/null
+id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$full")
+
 CTR=(ctr --address "$DIR/containerd/containerd.sock" -n k8s.io)
 "$TOOLS_MOD/cluster.sh" import "$out" >/dev/null
 # skaffold deploys REPO:ID (build.TagWithImageID), which the kubelet asks
 # containerd for by its full name.
-deployed=$(normalize "${IMAGE%:*}:${id#sha256:}")
-"${CTR[@]}" images tag --force "$IMAGE" "$deployed" >/dev/null
-"${CTR[@]}" images rm "$IMAGE" >/dev/null
+deployed=${full%:*}:${id#sha256:}
+"${CTR[@]}" images tag --force "$full" "$deployed" >/dev/null
 rm -f "$out"
 echo "imported $IMAGE into the node as $deployed"
