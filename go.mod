@@ -3,6 +3,7 @@ module github.com/plantstore/plantstore
 go 1.26.0
 
 require (
+	github.com/google/btree v1.1.3
 	github.com/gorilla/mux v1.8.1
 	github.com/peterbourgon/ff/v3 v3.4.0
 	github.com/prometheus/client_golang v1.25.0

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/servicetest"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
 // chartRedisArgs are the persistence settings of the chart's Redis
@@ -146,7 +146,7 @@ func TestChaosRedisKill(t *testing.T) {
 	lost := 0
 	for id, body := range acked {
 		want := storedForm(t, body)
-		got, err := client.Get(t.Context(), fmt.Sprintf("plantstore:plant:{%d}", id)).Result()
+		got, err := client.Get(t.Context(), store.PlantKey("plantstore:", id)).Result()
 		if err != nil || got != want {
 			lost++
 			if lost <= 5 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/servicetest"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
 // dialStatus dials addr once: 200 when a connection was accepted, 0 and
@@ -250,7 +251,7 @@ func TestChaosSIGTERMDefaults(t *testing.T) {
 		}
 		for id, body := range res.Acknowledged() {
 			acked++
-			got, err := client.Get(t.Context(), fmt.Sprintf("plantstore:plant:{%d}", id)).Result()
+			got, err := client.Get(t.Context(), store.PlantKey("plantstore:", id)).Result()
 			if want := storedForm(t, body); err != nil || got != want {
 				lost++
 				if lost <= 5 {

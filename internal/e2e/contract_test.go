@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
 // redisModes are the Redis deployments the contract is checked on: each
@@ -52,9 +53,13 @@ func plantKeys(t *testing.T, client goredis.UniversalClient) []string {
 		keys []string
 	)
 	scan := func(c *goredis.Client) error {
-		ks, err := c.Keys(t.Context(), "plantstore:plant:*").Result()
+		ks, err := c.Keys(t.Context(), "plantstore:plants:*").Result()
 		mu.Lock()
-		keys = append(keys, ks...)
+		for _, k := range ks {
+			if !strings.HasSuffix(k, ":index") {
+				keys = append(keys, k)
+			}
+		}
 		mu.Unlock()
 		return err
 	}
@@ -179,14 +184,14 @@ func contract(t *testing.T, s *service, redis goredis.UniversalClient) {
 		keys := plantKeys(t, redis)
 		// ids 0..8, 11 and the two int64 extremes were created; id 9 and 10 never were.
 		for _, k := range keys {
-			if k == "plantstore:plant:{9}" || k == "plantstore:plant:{10}" {
+			if k == store.PlantKey("plantstore:", 9) || k == store.PlantKey("plantstore:", 10) {
 				t.Errorf("rejected request stored %s", k)
 			}
 		}
 		if len(keys) != 12 {
 			t.Errorf("%d plants in Redis, want 12: %v", len(keys), keys)
 		}
-		v, err := redis.Get(t.Context(), "plantstore:plant:{1}").Result()
+		v, err := redis.Get(t.Context(), store.PlantKey("plantstore:", 1)).Result()
 		if err != nil || v != `{"name":"Monstera","tag":"tropical"}` {
 			t.Errorf("plant 1 = %q, %v; the conflicts must not change it", v, err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/servicetest"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
 const defaultExitWait = 10 * time.Second
@@ -66,7 +67,7 @@ func TestConcurrentDistinctCreates(t *testing.T) {
 		t.Fatalf("%d plants in Redis, want %d", len(keys), n)
 	}
 	for i := range n {
-		v, err := redis.Client().Get(t.Context(), fmt.Sprintf("plantstore:plant:{%d}", 100000+i)).Result()
+		v, err := redis.Client().Get(t.Context(), store.PlantKey("plantstore:", int64(100000+i))).Result()
 		if err != nil || v != fmt.Sprintf(`{"name":"plant %d"}`, i) {
 			t.Fatalf("plant %d in Redis = %q, %v", 100000+i, v, err)
 		}
@@ -86,7 +87,7 @@ func TestConcurrentSameID(t *testing.T) {
 	replies := make([]reply, n)
 	concurrently(n, func(i int) { replies[i] = s.Post(t, bodies[i%len(bodies)]) })
 
-	stored, err := redis.Client().Get(t.Context(), "plantstore:plant:{7}").Result()
+	stored, err := redis.Client().Get(t.Context(), store.PlantKey("plantstore:", 7)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

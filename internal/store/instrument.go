@@ -13,7 +13,7 @@ import (
 )
 
 // Store operation outcomes, as labelled on the duration histogram. A conflict
-// is an answer from the store, so it counts as ok. unreplicated: the write
+// or a missing id is an answer from the store, so it counts as ok. unreplicated: the write
 // reached the master but too few replicas acknowledged it in time
 // (ErrNotReplicated, with --redis-min-replica-acks only).
 const (
@@ -25,9 +25,8 @@ const (
 
 // Instrumented times every operation of a Backend by operation and outcome.
 type Instrumented struct {
-	next   Backend
-	create map[string]prometheus.Observer
-	ping   map[string]prometheus.Observer
+	next                         Backend
+	create, get, del, list, ping map[string]prometheus.Observer
 }
 
 // Instrument registers plantstore_store_operation_duration_seconds on reg and
@@ -35,7 +34,7 @@ type Instrumented struct {
 func Instrument(b Backend, reg prometheus.Registerer) (*Instrumented, error) {
 	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "plantstore", Subsystem: "store", Name: "operation_duration_seconds",
-		Help:                            "Time of store operations, by operation (create, ping) and outcome (ok, unavailable, unreplicated, error).",
+		Help:                            "Time of store operations, by operation (create, get, delete, list, ping) and outcome (ok, unavailable, unreplicated, error).",
 		Buckets:                         telemetry.DurationBuckets(),
 		NativeHistogramBucketFactor:     1.1,
 		NativeHistogramMaxBucketNumber:  160,
@@ -51,7 +50,8 @@ func Instrument(b Backend, reg prometheus.Registerer) (*Instrumented, error) {
 		}
 		return m
 	}
-	return &Instrumented{next: b, create: curry("create"), ping: curry("ping")}, nil
+	return &Instrumented{next: b, create: curry("create"), get: curry("get"), del: curry("delete"),
+		list: curry("list"), ping: curry("ping")}, nil
 }
 
 // Create implements plant.Repository.
@@ -60,6 +60,30 @@ func (i *Instrumented) Create(ctx context.Context, p plant.Plant) (plant.Plant, 
 	stored, outcome, err := i.next.Create(ctx, p)
 	i.create[outcomeOf(err)].Observe(time.Since(start).Seconds())
 	return stored, outcome, err
+}
+
+// Get implements plant.Repository.
+func (i *Instrumented) Get(ctx context.Context, id int64) (plant.Plant, error) {
+	start := time.Now()
+	p, err := i.next.Get(ctx, id)
+	i.get[outcomeOf(err)].Observe(time.Since(start).Seconds())
+	return p, err
+}
+
+// Delete implements plant.Repository.
+func (i *Instrumented) Delete(ctx context.Context, id int64) error {
+	start := time.Now()
+	err := i.next.Delete(ctx, id)
+	i.del[outcomeOf(err)].Observe(time.Since(start).Seconds())
+	return err
+}
+
+// List implements plant.Repository.
+func (i *Instrumented) List(ctx context.Context, after *int64, limit int) (plant.Page, error) {
+	start := time.Now()
+	page, err := i.next.List(ctx, after, limit)
+	i.list[outcomeOf(err)].Observe(time.Since(start).Seconds())
+	return page, err
 }
 
 // Ping implements Backend.
@@ -72,7 +96,7 @@ func (i *Instrumented) Ping(ctx context.Context) error {
 
 func outcomeOf(err error) string {
 	switch {
-	case err == nil, errors.Is(err, plant.ErrConflict):
+	case err == nil, errors.Is(err, plant.ErrConflict), errors.Is(err, plant.ErrNotFound):
 		return outcomeOK
 	case errors.Is(err, ErrNotReplicated):
 		return outcomeUnreplicated

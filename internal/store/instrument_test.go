@@ -13,13 +13,16 @@ import (
 	"github.com/plantstore/plantstore/internal/store"
 )
 
-// failing is a Backend whose creates fail with err.
+// failing is a Backend whose every operation fails with err.
 type failing struct{ err error }
 
 func (f failing) Create(context.Context, plant.Plant) (plant.Plant, plant.Outcome, error) {
 	return plant.Plant{}, 0, f.err
 }
-func (f failing) Ping(context.Context) error { return f.err }
+func (f failing) Get(context.Context, int64) (plant.Plant, error)       { return plant.Plant{}, f.err }
+func (f failing) Delete(context.Context, int64) error                   { return f.err }
+func (f failing) List(context.Context, *int64, int) (plant.Page, error) { return plant.Page{}, f.err }
+func (f failing) Ping(context.Context) error                            { return f.err }
 
 // TestInstrumentOutcomes checks the outcome label of each kind of result,
 // ErrNotReplicated apart from other unavailability.
@@ -30,6 +33,7 @@ func TestInstrumentOutcomes(t *testing.T) {
 	}{
 		{nil, "ok"},
 		{fmt.Errorf("id 1: %w", plant.ErrConflict), "ok"},
+		{fmt.Errorf("id 1: %w", plant.ErrNotFound), "ok"},
 		{fmt.Errorf("%w: dial: refused", plant.ErrUnavailable), "unavailable"},
 		{fmt.Errorf("%w: 0 of 1 replicas: %w", plant.ErrUnavailable, store.ErrNotReplicated), "unreplicated"},
 		{errors.New("WRONGTYPE"), "error"},
@@ -39,7 +43,11 @@ func TestInstrumentOutcomes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, _ = i.Create(context.Background(), plant.Plant{ID: 1, Name: "x"})
+		ctx := context.Background()
+		_, _, _ = i.Create(ctx, plant.Plant{ID: 1, Name: "x"})
+		_, _ = i.Get(ctx, 1)
+		_ = i.Delete(ctx, 1)
+		_, _ = i.List(ctx, nil, 20)
 		families, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -50,8 +58,10 @@ func TestInstrumentOutcomes(t *testing.T) {
 				got[label(m, "operation")+"/"+label(m, "outcome")] = m.GetHistogram().GetSampleCount()
 			}
 		}
-		if got["create/"+tc.want] != 1 {
-			t.Errorf("%v: counts %v, want one create/%s", tc.err, got, tc.want)
+		for _, op := range []string{"create", "get", "delete", "list"} {
+			if got[op+"/"+tc.want] != 1 {
+				t.Errorf("%v: counts %v, want one %s/%s", tc.err, got, op, tc.want)
+			}
 		}
 		if _, ok := got["create/unreplicated"]; !ok {
 			t.Errorf("no create/unreplicated series from the start: %v", got)

@@ -8,18 +8,27 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/google/btree"
+
 	"github.com/plantstore/plantstore/internal/plant"
 )
 
-// Memory is the embedded store: a map behind a mutex. It is not durable:
+// Memory is the embedded store: a B-tree ordered by id behind a mutex, so a
+// page is O(log n + limit) whatever the size of the store. It is not durable:
 // everything is lost when the process exits.
 type Memory struct {
-	mu     sync.Mutex
-	plants map[int64]plant.Plant
+	mu     sync.RWMutex
+	plants *btree.BTreeG[plant.Plant]
 }
 
+// memoryDegree is the B-tree's branching: 32 keeps nodes within a few cache
+// lines of plant headers, the library's own suggestion for in-memory trees.
+const memoryDegree = 32
+
 // NewMemory returns an empty embedded store.
-func NewMemory() *Memory { return &Memory{plants: make(map[int64]plant.Plant)} }
+func NewMemory() *Memory {
+	return &Memory{plants: btree.NewG(memoryDegree, func(a, b plant.Plant) bool { return a.ID < b.ID })}
+}
 
 // Create implements plant.Repository.
 func (m *Memory) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.Outcome, error) {
@@ -29,22 +38,77 @@ func (m *Memory) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.
 	p = clonePlant(p)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if stored, ok := m.plants[p.ID]; ok {
+	if stored, ok := m.plants.Get(plant.Plant{ID: p.ID}); ok {
 		if stored.SameContent(p) {
 			return clonePlant(stored), plant.Replayed, nil
 		}
 		return clonePlant(stored), 0, fmt.Errorf("id %d: %w", p.ID, plant.ErrConflict)
 	}
-	m.plants[p.ID] = p
+	m.plants.ReplaceOrInsert(p)
 	return clonePlant(p), plant.Created, nil
 }
 
-// Get returns the plant stored under id.
-func (m *Memory) Get(_ context.Context, id int64) (plant.Plant, bool, error) {
+// Get implements plant.Repository.
+func (m *Memory) Get(ctx context.Context, id int64) (plant.Plant, error) {
+	if err := ctx.Err(); err != nil {
+		return plant.Plant{}, fmt.Errorf("%w: %w", plant.ErrUnavailable, err)
+	}
+	m.mu.RLock()
+	p, ok := m.plants.Get(plant.Plant{ID: id})
+	m.mu.RUnlock()
+	if !ok {
+		return plant.Plant{}, fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
+	}
+	return clonePlant(p), nil
+}
+
+// Delete implements plant.Repository.
+func (m *Memory) Delete(ctx context.Context, id int64) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", plant.ErrUnavailable, err)
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, ok := m.plants[id]
-	return clonePlant(p), ok, nil
+	_, ok := m.plants.Delete(plant.Plant{ID: id})
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
+	}
+	return nil
+}
+
+// List implements plant.Repository: one walk of the tree under a read lock,
+// so a page is a consistent snapshot.
+func (m *Memory) List(ctx context.Context, after *int64, limit int) (plant.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return plant.Page{}, fmt.Errorf("%w: %w", plant.ErrUnavailable, err)
+	}
+	page := plant.Page{Plants: make([]plant.Plant, 0, min(limit, 64))}
+	visit := func(p plant.Plant) bool {
+		if after != nil && p.ID == *after {
+			return true // AscendGreaterOrEqual includes the bound; the page starts after it
+		}
+		if len(page.Plants) == limit {
+			page.More, page.Cursor = true, page.Plants[limit-1].ID
+			return false
+		}
+		page.Plants = append(page.Plants, clonePlant(p))
+		return true
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if after == nil {
+		m.plants.Ascend(visit)
+	} else {
+		m.plants.AscendGreaterOrEqual(plant.Plant{ID: *after}, visit)
+	}
+	return page, nil
+}
+
+// Len returns the number of stored plants.
+func (m *Memory) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.plants.Len()
 }
 
 // Ping always succeeds: the embedded store is always there.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,9 +13,11 @@ import (
 	"github.com/plantstore/plantstore/internal/plant"
 )
 
-// Redis is the production repository. Each plant is one string key holding
-// its JSON; the id sits in a hash tag, so every operation touches exactly one
-// Cluster slot.
+// Redis is the production repository; docs/storage.md has its key layout.
+// Each plant is one string key holding its JSON, and each of Shards listing
+// indexes is a sorted set of the ids of its shard's plants. A plant's key and
+// its shard's index share a hash tag, so one script changes both atomically,
+// on one node, in a Cluster too.
 type Redis struct {
 	client redis.UniversalClient
 	prefix string
@@ -26,7 +27,7 @@ type Redis struct {
 	ackTimeout time.Duration
 }
 
-// NewRedis returns a repository on client with keys named prefix+"plant:{id}".
+// NewRedis returns a repository on client whose keys all start with prefix.
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 	return &Redis{client: client, prefix: prefix}
 }
@@ -42,10 +43,11 @@ var ErrNotReplicated = errors.New("fewer replicas than required acknowledged the
 // below the client's read timeout and the request's deadline, or the wait
 // ends as a timeout instead of as an answer.
 //
-// A create sends SET key value NX GET and WAIT n timeout in one pipeline, on
+// A create sends the create script and WAIT n timeout in one pipeline, on
 // one connection: WAIT counts the replicas that have acknowledged every write
-// this connection made, so it covers the SET. When the plant was already
-// stored (a replay, or a conflict), the SET wrote nothing and WAIT on this
+// this connection made, so it covers the script's writes (replicated as their
+// effects). When the plant was already stored (a replay, or a conflict), the
+// script wrote nothing and WAIT on this
 // connection would prove nothing about the earlier write, which may never
 // have reached a replica (its request may have answered 503). So a replay
 // rewrites the stored value unchanged (SET key stored XX, which propagates)
@@ -58,20 +60,15 @@ func (r *Redis) WaitForReplicas(n int, timeout time.Duration) *Redis {
 	return r
 }
 
-// Key is the Redis key of a plant id.
-func (r *Redis) Key(id int64) string {
-	return r.prefix + "plant:{" + strconv.FormatInt(id, 10) + "}"
-}
-
 type storedPlant struct {
 	Name string  `json:"name"`
 	Tag  *string `json:"tag,omitempty"`
 }
 
-// Create implements plant.Repository with one atomic command, SET key value
-// NX GET (Redis 7.0 or later): it stores the plant if the key is absent and
-// returns what was there otherwise. A retried command whose first attempt
-// landed sees its own value and reports Replayed, which is the right answer.
+// Create implements plant.Repository with one script (createScript): it
+// stores the plant and indexes it if the key is absent, and returns what was
+// there otherwise. A retried script whose first attempt landed sees its own
+// value and reports Replayed, which is the right answer.
 func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.Outcome, error) {
 	value, err := json.Marshal(storedPlant{Name: p.Name, Tag: p.Tag})
 	if err != nil {
@@ -80,7 +77,7 @@ func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.O
 	if r.acks > 0 {
 		return r.createAcknowledged(ctx, p, value)
 	}
-	old, err := r.client.SetArgs(ctx, r.Key(p.ID), value, redis.SetArgs{Mode: "NX", Get: true}).Result()
+	old, err := createScript.Run(ctx, r.client, r.createKeys(p.ID), value, indexMember(p.ID)).Text()
 	if errors.Is(err, redis.Nil) {
 		return p, plant.Created, nil
 	}
@@ -108,14 +105,14 @@ func (r *Redis) existing(p plant.Plant, old string) (plant.Plant, plant.Outcome,
 // WaitForReplicas.
 func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, value []byte) (plant.Plant, plant.Outcome, error) {
 	key := r.Key(p.ID)
-	var set *redis.StatusCmd
+	var set *redis.Cmd
 	err := r.pipelineWait(ctx, key, func(pipe redis.Pipeliner) {
-		set = pipe.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", Get: true})
+		set = createScript.EvalSha(ctx, pipe, r.createKeys(p.ID), value, indexMember(p.ID))
 	})
 	if set == nil { // no connection to the master at all
 		return plant.Plant{}, 0, err
 	}
-	old, setErr := set.Result()
+	old, setErr := set.Text()
 	switch {
 	case errors.Is(setErr, redis.Nil):
 		if err != nil {
@@ -164,7 +161,9 @@ func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, value []b
 // (one *redis.Client), but a Cluster client sends a keyless WAIT to any
 // master; so in a Cluster the pipeline goes to the node client of the key's
 // master. A MOVED or ASK reply (a slot being resharded) reloads the slot map
-// and tries again until the request's deadline.
+// and tries again until the request's deadline; a node that does not know a
+// script yet (NOSCRIPT, a new or restarted node) is given it and the pipeline
+// sent again (nothing of it was written).
 func (r *Redis) pipelineWait(ctx context.Context, key string, write func(redis.Pipeliner)) error {
 	for {
 		c, err := r.masterFor(ctx, key)
@@ -183,6 +182,12 @@ func (r *Redis) pipelineWait(ctx context.Context, key string, write func(redis.P
 			case <-ctx.Done():
 				return classify(fmt.Errorf("slot of %s moving: %w", key, ctx.Err()))
 			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
+		if unknownScript(cmds) {
+			if err := loadScripts(ctx, c); err != nil {
+				return classify(fmt.Errorf("loading scripts: %w", err))
 			}
 			continue
 		}
@@ -217,22 +222,6 @@ func redirected(cmds []redis.Cmder) bool {
 		}
 	}
 	return false
-}
-
-// Get returns the plant stored under id.
-func (r *Redis) Get(ctx context.Context, id int64) (plant.Plant, bool, error) {
-	v, err := r.client.Get(ctx, r.Key(id)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return plant.Plant{}, false, nil
-	}
-	if err != nil {
-		return plant.Plant{}, false, classify(fmt.Errorf("reading plant %d: %w", id, err))
-	}
-	var sp storedPlant
-	if err := json.Unmarshal(v, &sp); err != nil {
-		return plant.Plant{}, false, fmt.Errorf("decoding stored plant %d: %w", id, err)
-	}
-	return plant.Plant{ID: id, Name: sp.Name, Tag: sp.Tag}, true, nil
 }
 
 // Ping checks that Redis answers.

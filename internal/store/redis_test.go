@@ -45,17 +45,62 @@ func TestRedisKeyLayout(t *testing.T) {
 	if _, _, err := r.Create(ctx, plant.Plant{ID: -42, Name: "Monstera", Tag: &tag}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := srv.Client().Get(ctx, "plantstore:plant:{-42}").Result()
+	// -42 is 0xff..d6 as uint64: shard 6.
+	got, err := srv.Client().Get(ctx, "plantstore:plants:{s06}:-42").Result()
 	if err != nil {
 		t.Fatalf("plant not at the documented key: %v", err)
 	}
 	if want := `{"name":"Monstera","tag":"tropical"}`; got != want {
 		t.Fatalf("stored value = %s, want %s", got, want)
 	}
-	// The hash tag puts every key of one id in one Cluster slot.
-	if !strings.Contains(r.Key(7), "{7}") {
-		t.Fatalf("key %q has no hash tag", r.Key(7))
+	members, err := srv.Client().ZRangeWithScores(ctx, "plantstore:plants:{s06}:index", 0, -1).Result()
+	if err != nil || len(members) != 1 || members[0].Member != "7fffffffffffffd6" || members[0].Score != 0 {
+		t.Fatalf("index of shard 6 = %v, %v; want the one member 7fffffffffffffd6 with score 0", members, err)
 	}
+	keys, err := srv.Client().Keys(ctx, "*").Result()
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("keys %v, %v; want the plant and its index only", keys, err)
+	}
+	// A plant and its index share a hash tag, so one Cluster slot.
+	for id := int64(-40); id < 40; id++ {
+		if tagOf(r.Key(id)) != tagOf(store.PlantIndexKey("plantstore:", id)) {
+			t.Fatalf("plant %d: key %s and index %s in different slots", id, r.Key(id), store.PlantIndexKey("plantstore:", id))
+		}
+	}
+	if err := r.Delete(ctx, -42); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := srv.Client().DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("%d keys after deleting the only plant (%v); an empty index must vanish too", n, err)
+	}
+}
+
+func tagOf(key string) string {
+	return key[strings.Index(key, "{"):strings.Index(key, "}")]
+}
+
+// TestRedisConformanceSentinel and TestRedisConformanceCluster run the whole
+// suite through the two other client modes, on real servers.
+func TestRedisConformanceSentinel(t *testing.T) {
+	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
+	storetest.Run(t, func(t *testing.T) storetest.Repository {
+		if err := g.Servers[0].Client().FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return store.NewRedis(newClient(t, store.RedisOptions{Addrs: g.SentinelAddrs(), MasterName: g.MasterName}), "plantstore:")
+	})
+}
+
+func TestRedisConformanceCluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	storetest.Run(t, func(t *testing.T) storetest.Repository {
+		for _, m := range c.Masters {
+			if err := m.Client().FlushAll(context.Background()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return store.NewRedis(newClient(t, store.RedisOptions{Addrs: c.Addrs()}), "plantstore:")
+	})
 }
 
 func TestRedisUnavailableAndBack(t *testing.T) {

@@ -11,13 +11,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/plantstore/plantstore/internal/servicetest"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
 // binary is the service built once for the whole package.
@@ -42,7 +42,7 @@ func lostPlants(t *testing.T, client redis.Cmdable, acked map[int64]string) []in
 			t.Fatal(err)
 		}
 		want, _ := json.Marshal(sent)
-		got, err := client.Get(t.Context(), "plantstore:plant:{"+strconv.FormatInt(id, 10)+"}").Result()
+		got, err := client.Get(t.Context(), store.PlantKey("plantstore:", id)).Result()
 		if err != nil && err != redis.Nil {
 			t.Fatalf("reading plant %d back: %v", id, err)
 		}

@@ -14,12 +14,8 @@ import (
 	"github.com/plantstore/plantstore/internal/plant"
 )
 
-// Repository is what the suite exercises: creation plus a read to check
-// what was really stored.
-type Repository interface {
-	plant.Repository
-	Get(ctx context.Context, id int64) (plant.Plant, bool, error)
-}
+// Repository is what the suite exercises.
+type Repository = plant.Repository
 
 func ptr(s string) *string { return &s }
 
@@ -46,9 +42,9 @@ func Run(t *testing.T, newRepo func(t *testing.T) Repository) {
 			if !got.SameContent(p) || got.ID != p.ID {
 				t.Fatalf("Create returned %+v, want %+v", got, p)
 			}
-			stored, ok, err := r.Get(ctx, p.ID)
-			if err != nil || !ok || !stored.SameContent(p) || stored.ID != p.ID {
-				t.Fatalf("Get(%d) = %+v, %v, %v; want %+v", p.ID, stored, ok, err, p)
+			stored, err := r.Get(ctx, p.ID)
+			if err != nil || !stored.SameContent(p) || stored.ID != p.ID {
+				t.Fatalf("Get(%d) = %+v, %v; want %+v", p.ID, stored, err, p)
 			}
 			if (stored.Tag == nil) != (p.Tag == nil) {
 				t.Fatalf("Get(%d) tag presence %v, want %v", p.ID, stored.Tag != nil, p.Tag != nil)
@@ -84,7 +80,7 @@ func Run(t *testing.T, newRepo func(t *testing.T) Repository) {
 				if !errors.Is(err, plant.ErrConflict) {
 					t.Fatalf("Create(%+v) error = %v, want ErrConflict", tc.second, err)
 				}
-				stored, _, _ := r.Get(ctx, 20)
+				stored, _ := r.Get(ctx, 20)
 				if !stored.SameContent(first) {
 					t.Fatalf("stored plant changed to %+v", stored)
 				}
@@ -107,7 +103,7 @@ func Run(t *testing.T, newRepo func(t *testing.T) Repository) {
 		got := mustCreate(t, r, p)
 		tag = "changed"
 		*got.Tag = "changed too"
-		stored, _, _ := r.Get(ctx, 40)
+		stored, _ := r.Get(ctx, 40)
 		if *stored.Tag != "orig" {
 			t.Fatalf("stored tag = %q, want orig", *stored.Tag)
 		}
@@ -145,7 +141,7 @@ func Run(t *testing.T, newRepo func(t *testing.T) Repository) {
 		if created.Load() != 1 {
 			t.Fatalf("created %d times, want exactly 1", created.Load())
 		}
-		stored, _, _ := r.Get(ctx, 50)
+		stored, _ := r.Get(ctx, 50)
 		var winners int
 		for _, b := range bodies {
 			if b.SameContent(stored) {
@@ -184,9 +180,9 @@ func Run(t *testing.T, newRepo func(t *testing.T) Repository) {
 		}
 		wg.Wait()
 		for i := range n {
-			p, ok, err := r.Get(ctx, int64(1000+i))
-			if err != nil || !ok || p.Name != fmt.Sprint("p", i) {
-				t.Fatalf("Get(%d) = %+v, %v, %v", 1000+i, p, ok, err)
+			p, err := r.Get(ctx, int64(1000+i))
+			if err != nil || p.Name != fmt.Sprint("p", i) {
+				t.Fatalf("Get(%d) = %+v, %v", 1000+i, p, err)
 			}
 		}
 	})
@@ -199,10 +195,25 @@ func Run(t *testing.T, newRepo func(t *testing.T) Repository) {
 		if !errors.Is(err, plant.ErrUnavailable) {
 			t.Fatalf("Create with cancelled context: %v, want ErrUnavailable", err)
 		}
-		if _, ok, _ := r.Get(ctx, 60); ok {
-			t.Fatal("a plant was stored under a cancelled context")
+		if _, err := r.Get(ctx, 60); !errors.Is(err, plant.ErrNotFound) {
+			t.Fatalf("a plant was stored under a cancelled context (Get: %v)", err)
+		}
+		if _, err := r.Get(cctx, 60); !errors.Is(err, plant.ErrUnavailable) {
+			t.Fatalf("Get with cancelled context: %v, want ErrUnavailable", err)
+		}
+		if _, err := r.List(cctx, nil, 10); !errors.Is(err, plant.ErrUnavailable) {
+			t.Fatalf("List with cancelled context: %v, want ErrUnavailable", err)
+		}
+		mustCreate(t, r, plant.Plant{ID: 61, Name: "Kept"})
+		if err := r.Delete(cctx, 61); !errors.Is(err, plant.ErrUnavailable) {
+			t.Fatalf("Delete with cancelled context: %v, want ErrUnavailable", err)
+		}
+		if _, err := r.Get(ctx, 61); err != nil {
+			t.Fatalf("a Delete under a cancelled context removed the plant (Get: %v)", err)
 		}
 	})
+
+	runResource(t, newRepo)
 }
 
 func mustCreate(t *testing.T, r Repository, p plant.Plant) plant.Plant {

@@ -1,0 +1,243 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/plantstore/plantstore/internal/plant"
+)
+
+// Shards is the number of listing indexes, fixed for the life of a store: a
+// plant's shard is its id modulo Shards, and a page reads every shard's index
+// once. Sixteen spreads a store over sixteen Cluster slots (and so up to
+// sixteen masters) while a page of 100 reads at most 16 × 101 index entries.
+const Shards = 16
+
+// The key layout (docs/storage.md). Every key of shard s carries the hash
+// tag {sNN}, so a plant, its index and (later) its events share one slot.
+//
+//	<prefix>plants:{s07}:<id>     the plant's JSON, as 1.0.0 stored it
+//	<prefix>plants:{s07}:index    sorted set, every score 0, members indexMember(id)
+func shardTag(id int64) string {
+	return fmt.Sprintf("{s%02d}", uint64(id)%Shards)
+}
+
+// PlantKey is the Redis key of a plant id under prefix: the one place that
+// names it, for the tests and tools that look into a store.
+func PlantKey(prefix string, id int64) string {
+	return prefix + "plants:" + shardTag(id) + ":" + strconv.FormatInt(id, 10)
+}
+
+// LegacyPlantKey is where version 1.0.0 stored a plant (see MigrateLegacy).
+func LegacyPlantKey(prefix string, id int64) string {
+	return prefix + "plant:{" + strconv.FormatInt(id, 10) + "}"
+}
+
+// Key is the Redis key of a plant id.
+func (r *Redis) Key(id int64) string { return PlantKey(r.prefix, id) }
+
+// IndexKey is the Redis key of the listing index of shard s.
+func (r *Redis) IndexKey(s int) string {
+	return fmt.Sprintf("%splants:{s%02d}:index", r.prefix, s)
+}
+
+// PlantIndexKey is the Redis key of the listing index that holds id.
+func PlantIndexKey(prefix string, id int64) string {
+	return prefix + "plants:" + shardTag(id) + ":index"
+}
+
+func (r *Redis) createKeys(id int64) []string {
+	return []string{r.Key(id), PlantIndexKey(r.prefix, id)}
+}
+
+// indexMember encodes id so that byte order is int64 order: the sign bit
+// flipped, as 16 lower-case hex digits. Sorted-set scores are doubles and
+// cannot tell 2^53 from 2^53+1, so the index orders members by their bytes
+// (ZRANGE BYLEX, every score 0) instead.
+func indexMember(id int64) string {
+	const digits = "0123456789abcdef"
+	u := uint64(id) ^ (1 << 63)
+	var b [16]byte
+	for i := 15; i >= 0; i-- {
+		b[i] = digits[u&0xf]
+		u >>= 4
+	}
+	return string(b[:])
+}
+
+// parseIndexMember is indexMember's inverse.
+func parseIndexMember(m string) (int64, error) {
+	if len(m) != 16 {
+		return 0, fmt.Errorf("index member %q: not 16 hex digits", m)
+	}
+	u, err := strconv.ParseUint(m, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("index member %q: %w", m, err)
+	}
+	return int64(u ^ (1 << 63)), nil
+}
+
+// createScript stores a plant and indexes it unless its key exists, and
+// returns the stored JSON then (nil when it created). It is the only writer
+// of plant keys, so the value under a key never changes once set.
+var createScript = redis.NewScript(`
+local old = redis.call('GET', KEYS[1])
+if old then return old end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], 0, ARGV[2])
+return false
+`)
+
+// deleteScript removes a plant and its index entry; 1 if it was there.
+var deleteScript = redis.NewScript(`
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
+func unknownScript(cmds []redis.Cmder) bool {
+	for _, cmd := range cmds {
+		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}
+
+func loadScripts(ctx context.Context, c redis.Scripter) error {
+	for _, s := range []*redis.Script{createScript, deleteScript} {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Get implements plant.Repository.
+func (r *Redis) Get(ctx context.Context, id int64) (plant.Plant, error) {
+	v, err := r.client.Get(ctx, r.Key(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return plant.Plant{}, fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
+	}
+	if err != nil {
+		return plant.Plant{}, classify(fmt.Errorf("reading plant %d: %w", id, err))
+	}
+	return decodePlant(id, v)
+}
+
+func decodePlant(id int64, v []byte) (plant.Plant, error) {
+	var sp storedPlant
+	if err := json.Unmarshal(v, &sp); err != nil {
+		return plant.Plant{}, fmt.Errorf("decoding stored plant %d: %w", id, err)
+	}
+	return plant.Plant{ID: id, Name: sp.Name, Tag: sp.Tag}, nil
+}
+
+// Delete implements plant.Repository with one script: the plant and its
+// index entry go together. A delete whose reply was lost and that go-redis
+// retried answers ErrNotFound although it removed the plant; the plant is
+// gone either way.
+func (r *Redis) Delete(ctx context.Context, id int64) error {
+	n, err := deleteScript.Run(ctx, r.client, r.createKeys(id), indexMember(id)).Int()
+	if err != nil {
+		return classify(fmt.Errorf("deleting plant %d: %w", id, err))
+	}
+	if n == 0 {
+		return fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
+	}
+	return nil
+}
+
+// List implements plant.Repository in two round trips whatever the size of
+// the store: the first asks every shard's index for its next limit+1 ids
+// after the cursor (ZRANGE BYLEX, one pipeline), the second reads the plants
+// of the limit smallest of them (one MGET per shard, one pipeline). A plant
+// deleted between the two is left out of the page: a page never lists a plant
+// that is gone, and the walk stays exact because the next page starts after
+// the last id chosen, listed or not.
+func (r *Redis) List(ctx context.Context, after *int64, limit int) (plant.Page, error) {
+	start := "-"
+	if after != nil {
+		start = "(" + indexMember(*after)
+	}
+	ranges := make([]*redis.StringSliceCmd, Shards)
+	_, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for s := range Shards {
+			ranges[s] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{
+				Key: r.IndexKey(s), Start: start, Stop: "+", ByLex: true, Count: int64(limit) + 1,
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return plant.Page{}, classify(fmt.Errorf("reading the listing indexes: %w", err))
+	}
+	var ids []int64
+	for _, cmd := range ranges {
+		for _, m := range cmd.Val() {
+			id, err := parseIndexMember(m)
+			if err != nil {
+				return plant.Page{}, err
+			}
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	page := plant.Page{More: len(ids) > limit}
+	ids = ids[:min(len(ids), limit)]
+	if len(ids) == 0 {
+		return page, nil
+	}
+	page.Cursor = ids[len(ids)-1]
+
+	byShard := make([][]int64, Shards)
+	for _, id := range ids {
+		s := uint64(id) % Shards
+		byShard[s] = append(byShard[s], id)
+	}
+	values := make(map[int64]*redis.SliceCmd, Shards)
+	_, err = r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for s, shardIDs := range byShard {
+			if len(shardIDs) == 0 {
+				continue
+			}
+			keys := make([]string, len(shardIDs))
+			for i, id := range shardIDs {
+				keys[i] = r.Key(id)
+			}
+			values[int64(s)] = pipe.MGet(ctx, keys...)
+		}
+		return nil
+	})
+	if err != nil {
+		return plant.Page{}, classify(fmt.Errorf("reading a page of plants: %w", err))
+	}
+	found := make(map[int64]string, len(ids))
+	for s, cmd := range values {
+		for i, v := range cmd.Val() {
+			if str, ok := v.(string); ok {
+				found[byShard[s][i]] = str
+			}
+		}
+	}
+	page.Plants = make([]plant.Plant, 0, len(found))
+	for _, id := range ids {
+		v, ok := found[id]
+		if !ok {
+			continue // deleted since the index was read
+		}
+		p, err := decodePlant(id, []byte(v))
+		if err != nil {
+			return plant.Page{}, err
+		}
+		page.Plants = append(page.Plants, p)
+	}
+	return page, nil
+}
