@@ -23,10 +23,13 @@ const (
 	DuplicateKey       Code = 40005
 	BadCharacters      Code = 40006
 	CaseVariantKey     Code = 40007
+	BadLimit           Code = 40008
+	BadCursor          Code = 40009
 	CredentialsMissing Code = 40101
 	TokenRejected      Code = 40102
 	MalformedAuth      Code = 40103
 	NotFound           Code = 40401
+	PlantNotFound      Code = 40402
 	MethodNotAllowed   Code = 40501
 	IDTaken            Code = 40901
 	BodyTooLarge       Code = 41301

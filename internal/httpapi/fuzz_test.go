@@ -393,9 +393,13 @@ func FuzzRequest(f *testing.F) {
 	} {
 		f.Add(s.method, s.target, s.contentType, s.authorization, []byte(s.body))
 	}
-	store := &fakeStore{}
+	// Creates are recorded; reads, lists and deletes reach an empty store.
+	store := &fakeStore{memory: newMemory()}
 	handler := httpapi.NewRouter(httpapi.RouterParams{
 		CreatePlant:  httpapi.NewCreatePlantHandler(store, time.Second, zap.NewNop(), nil),
+		ListPlants:   httpapi.NewListPlantsHandler(store.memory, time.Second, zap.NewNop()),
+		GetPlant:     httpapi.NewGetPlantHandler(store.memory, time.Second, zap.NewNop()),
+		DeletePlant:  httpapi.NewDeletePlantHandler(store.memory, time.Second, zap.NewNop()),
 		OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
 		Authenticate: auth.Middleware(auth.NewKeyring(auth.NewTokenSet(token)), nil),
 	})

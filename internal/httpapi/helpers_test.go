@@ -20,12 +20,17 @@ import (
 	"github.com/plantstore/plantstore/internal/apierror/apierrortest"
 	"github.com/plantstore/plantstore/internal/httpapi"
 	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
+func newMemory() *store.Memory { return store.NewMemory() }
+
 // fakeStore is a PlantCreator that records its calls. By default it stores
-// every plant as new; create, when set, decides instead.
+// every plant as new; create, when set, decides instead. Reads, lists and
+// deletes go to an embedded store of their own.
 type fakeStore struct {
 	create func(ctx context.Context, p plant.Plant) (plant.Plant, plant.Outcome, error)
+	memory *store.Memory
 
 	mu    sync.Mutex
 	calls []plant.Plant
@@ -68,6 +73,9 @@ func newHarness(t *testing.T, store *fakeStore) *harness {
 
 func newHarnessTimeout(t *testing.T, store *fakeStore, timeout time.Duration) *harness {
 	t.Helper()
+	if store.memory == nil {
+		store.memory = newMemory()
+	}
 	core, logs := observer.New(zap.DebugLevel)
 	h := &harness{t: t, store: store, logs: logs}
 	observe := func(outcome string) {
@@ -83,6 +91,9 @@ func newHarnessTimeout(t *testing.T, store *fakeStore, timeout time.Duration) *h
 	}
 	h.handler = httpapi.NewRouter(httpapi.RouterParams{
 		CreatePlant:  httpapi.NewCreatePlantHandler(store, timeout, zap.New(core), observe),
+		ListPlants:   httpapi.NewListPlantsHandler(store.memory, timeout, zap.New(core)),
+		GetPlant:     httpapi.NewGetPlantHandler(store.memory, timeout, zap.New(core)),
+		DeletePlant:  httpapi.NewDeletePlantHandler(store.memory, timeout, zap.New(core)),
 		OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
 		Authenticate: passThrough,
 	})

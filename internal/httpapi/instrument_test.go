@@ -39,6 +39,9 @@ func instrumented(t *testing.T) (http.Handler, *prometheus.Registry, *observer.O
 		CreatePlant: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"name":"x"}`))
 		}),
+		ListPlants:   http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`[]`)) }),
+		GetPlant:     http.NotFoundHandler(),
+		DeletePlant:  http.NotFoundHandler(),
 		OpenAPI:      http.NotFoundHandler(),
 		Authenticate: func(next http.Handler) http.Handler { return next },
 	})
@@ -93,6 +96,9 @@ func TestInstrumentationLabelsAndAccessLine(t *testing.T) {
 		{http.MethodPost, "/plants"},
 		{http.MethodPost, "/plants?x=1"},
 		{http.MethodGet, "/plants"},
+		{http.MethodPut, "/plants"},
+		{http.MethodGet, "/plants/12345"},
+		{http.MethodDelete, "/plants/-9"},
 		{http.MethodPost, "/no/such/path"},
 		{"BREW", "/plants"},
 	} {
@@ -126,10 +132,13 @@ plantstore_http_requests_in_flight 0
 		}
 	}
 	wantCounts := map[string]int{
-		"code=200 method=POST route=/plants":   2,
-		"code=405 method=GET route=/plants":    1,
-		"code=404 method=POST route=unmatched": 1,
-		"code=405 method=OTHER route=/plants":  1,
+		"code=200 method=POST route=/plants":        2,
+		"code=200 method=GET route=/plants":         1,
+		"code=405 method=PUT route=/plants":         1,
+		"code=404 method=GET route=/plants/{id}":    1,
+		"code=404 method=DELETE route=/plants/{id}": 1,
+		"code=404 method=POST route=unmatched":      1,
+		"code=405 method=OTHER route=/plants":       1,
 	}
 	for k, v := range wantCounts {
 		if counts[k] != v {
@@ -141,8 +150,8 @@ plantstore_http_requests_in_flight 0
 	}
 
 	lines := logs.FilterMessage("request").All()
-	if len(lines) != 5 {
-		t.Fatalf("%d access lines, want 5", len(lines))
+	if len(lines) != 8 {
+		t.Fatalf("%d access lines, want 8", len(lines))
 	}
 	first := lines[0].ContextMap()
 	for key, want := range map[string]any{

@@ -41,8 +41,12 @@ func New(p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	log := p.Log.Named("api")
 	router := NewRouter(RouterParams{
-		CreatePlant:  NewCreatePlantHandler(p.Repository, p.Options.StoreTimeout, p.Log.Named("api"), creations.Observe),
+		CreatePlant:  NewCreatePlantHandler(p.Repository, p.Options.StoreTimeout, log, creations.Observe),
+		ListPlants:   NewListPlantsHandler(p.Repository, p.Options.StoreTimeout, log),
+		GetPlant:     NewGetPlantHandler(p.Repository, p.Options.StoreTimeout, log),
+		DeletePlant:  NewDeletePlantHandler(p.Repository, p.Options.StoreTimeout, log),
 		OpenAPI:      NewOpenAPIHandler(api.OpenAPI),
 		Authenticate: p.Authenticate,
 	})

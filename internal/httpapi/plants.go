@@ -68,7 +68,7 @@ func (h *CreatePlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// what is stored does not depend on when a connection dropped. It is also
 	// cheaper: a context detached from the request's does not register with
 	// it, or unregister, on every request.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), h.storeTimeout)
+	ctx, cancel := storeContext(r, h.storeTimeout)
 	defer cancel()
 	stored, outcome, err := h.store.Create(ctx, p)
 	switch {
@@ -79,19 +79,32 @@ func (h *CreatePlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, apierror.New(apierror.IDTaken,
 			"id "+strconv.FormatInt(p.ID, 10)+" is already taken by a plant with a different name or tag"))
 		return
-	case errors.Is(err, plant.ErrUnavailable):
-		h.log.Warn("plant store unavailable", append(logFields(r.Context()), zap.Error(err))...)
-		w.Header().Set("Retry-After", "1")
-		apierror.Write(w, apierror.New(apierror.StoreUnavailable,
-			"the plant store is unavailable or did not answer in time; retry later"))
-		return
 	default:
-		h.log.Error("creating plant failed", append(logFields(r.Context()), zap.Error(err))...)
-		apierror.Write(w, apierror.New(apierror.Internal, "internal error"))
+		writeStoreError(w, r, h.log, "creating plant", err)
 		return
 	}
 
 	apierror.WriteJSON(w, http.StatusOK, plantBody{Name: stored.Name, Tag: stored.Tag})
+}
+
+// writeStoreError answers a store failure: 503 with Retry-After when the
+// store is unavailable (the client may retry), 500 otherwise.
+func writeStoreError(w http.ResponseWriter, r *http.Request, log *zap.Logger, what string, err error) {
+	if errors.Is(err, plant.ErrUnavailable) {
+		log.Warn("plant store unavailable", append(logFields(r.Context()), zap.String("operation", what), zap.Error(err))...)
+		w.Header().Set("Retry-After", "1")
+		apierror.Write(w, apierror.New(apierror.StoreUnavailable,
+			"the plant store is unavailable or did not answer in time; retry later"))
+		return
+	}
+	log.Error(what+" failed", append(logFields(r.Context()), zap.Error(err))...)
+	apierror.Write(w, apierror.New(apierror.Internal, "internal error"))
+}
+
+// storeContext bounds one store operation by timeout alone, detached from
+// the request's cancellation: see CreatePlantHandler.ServeHTTP.
+func storeContext(r *http.Request, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(r.Context()), timeout)
 }
 
 // checkContentType accepts application/json with at most a charset=utf-8

@@ -12,6 +12,9 @@ import (
 // RouterParams are the parts the API router is built from.
 type RouterParams struct {
 	CreatePlant http.Handler
+	ListPlants  http.Handler
+	GetPlant    http.Handler
+	DeletePlant http.Handler
 	OpenAPI     http.Handler
 	// Authenticate guards every operation; the OpenAPI document is public.
 	Authenticate func(http.Handler) http.Handler
@@ -34,7 +37,10 @@ func NewRouter(p RouterParams) *mux.Router {
 			next.ServeHTTP(w, req)
 		})
 	})
+	r.Handle("/plants", p.Authenticate(p.ListPlants)).Methods(http.MethodGet).Name("/plants")
 	r.Handle("/plants", p.Authenticate(p.CreatePlant)).Methods(http.MethodPost).Name("/plants")
+	r.Handle("/plants/{id}", p.Authenticate(p.GetPlant)).Methods(http.MethodGet).Name("/plants/{id}")
+	r.Handle("/plants/{id}", p.Authenticate(p.DeletePlant)).Methods(http.MethodDelete).Name("/plants/{id}")
 	r.Handle("/openapi.yaml", p.OpenAPI).Methods(http.MethodGet, http.MethodHead).Name("/openapi.yaml")
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -21,6 +21,9 @@ type spyRouter struct {
 	handler      http.Handler
 	authCalls    atomic.Int32
 	createCalls  atomic.Int32
+	listCalls    atomic.Int32
+	getCalls     atomic.Int32
+	deleteCalls  atomic.Int32
 	openAPICalls atomic.Int32
 }
 
@@ -42,8 +45,17 @@ func newSpyRouter(reject bool) *spyRouter {
 			next.ServeHTTP(w, r)
 		})
 	}
+	spy := func(calls *atomic.Int32) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			w.WriteHeader(http.StatusNoContent)
+		})
+	}
 	s.handler = httpapi.NewRouter(httpapi.RouterParams{
 		CreatePlant: create,
+		ListPlants:  spy(&s.listCalls),
+		GetPlant:    spy(&s.getCalls),
+		DeletePlant: spy(&s.deleteCalls),
 		OpenAPI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.openAPICalls.Add(1)
 			openAPI.ServeHTTP(w, r)
@@ -67,7 +79,8 @@ func TestRouterNotFound(t *testing.T) {
 		"/plants/",
 		"//plants",
 		"/plants//",
-		"/plants/1",
+		"/plants/1/",
+		"/plants/1/x",
 		"/PLANTS",
 		"/Plants",
 		"/plant",
@@ -95,7 +108,7 @@ func TestRouterNotFound(t *testing.T) {
 				if rec.Header().Get("Allow") != "" {
 					t.Errorf("Allow = %q on a 404", rec.Header().Get("Allow"))
 				}
-				if n := s.createCalls.Load() + s.openAPICalls.Load(); n != 0 {
+				if n := s.handlerCalls(); n != 0 {
 					t.Errorf("a handler ran %d times", n)
 				}
 			})
@@ -103,17 +116,54 @@ func TestRouterNotFound(t *testing.T) {
 	}
 }
 
+func (s *spyRouter) handlerCalls() int32 {
+	return s.createCalls.Load() + s.listCalls.Load() + s.getCalls.Load() + s.deleteCalls.Load() + s.openAPICalls.Load()
+}
+
+// TestRouterRoutes: each operation of contract section 9 reaches its own
+// handler, through authentication.
+func TestRouterRoutes(t *testing.T) {
+	for _, tt := range []struct {
+		method, path string
+		calls        func(*spyRouter) int32
+	}{
+		{http.MethodPost, "/plants", func(s *spyRouter) int32 { return s.createCalls.Load() }},
+		{http.MethodGet, "/plants", func(s *spyRouter) int32 { return s.listCalls.Load() }},
+		{http.MethodGet, "/plants?limit=5&cursor=x", func(s *spyRouter) int32 { return s.listCalls.Load() }},
+		{http.MethodGet, "/plants/7", func(s *spyRouter) int32 { return s.getCalls.Load() }},
+		{http.MethodGet, "/plants/not-a-number", func(s *spyRouter) int32 { return s.getCalls.Load() }},
+		{http.MethodDelete, "/plants/-7", func(s *spyRouter) int32 { return s.deleteCalls.Load() }},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			s := newSpyRouter(false)
+			if rec := s.serve(tt.method, tt.path); rec.Code != http.StatusNoContent {
+				t.Fatalf("status %d, want the spy's 204", rec.Code)
+			}
+			if tt.calls(s) != 1 || s.handlerCalls() != 1 || s.authCalls.Load() != 1 {
+				t.Fatalf("own handler %d, all handlers %d, auth %d calls; want 1 each", tt.calls(s), s.handlerCalls(), s.authCalls.Load())
+			}
+			rejecting := newSpyRouter(true)
+			if rec := rejecting.serve(tt.method, tt.path); rec.Code != http.StatusUnauthorized || rejecting.handlerCalls() != 0 {
+				t.Fatalf("with authentication refusing: %d and %d handler calls; want 401 and none", rec.Code, rejecting.handlerCalls())
+			}
+		})
+	}
+}
+
 func TestRouterMethodNotAllowed(t *testing.T) {
 	tests := []struct {
 		method, path, allow string
 	}{
-		{http.MethodGet, "/plants", "POST"},
-		{http.MethodPut, "/plants", "POST"},
-		{http.MethodDelete, "/plants", "POST"},
-		{http.MethodHead, "/plants", "POST"},
-		{http.MethodOptions, "/plants", "POST"},
-		{http.MethodPatch, "/plants", "POST"},
-		{"PROPFIND", "/plants", "POST"},
+		{http.MethodPut, "/plants", "GET, POST"},
+		{http.MethodDelete, "/plants", "GET, POST"},
+		{http.MethodHead, "/plants", "GET, POST"},
+		{http.MethodOptions, "/plants", "GET, POST"},
+		{http.MethodPatch, "/plants", "GET, POST"},
+		{"PROPFIND", "/plants", "GET, POST"},
+		{http.MethodPost, "/plants/1", "GET, DELETE"},
+		{http.MethodPut, "/plants/1", "GET, DELETE"},
+		{http.MethodPatch, "/plants/-1", "GET, DELETE"},
+		{http.MethodHead, "/plants/x", "GET, DELETE"},
 		{http.MethodPost, "/openapi.yaml", "GET, HEAD"},
 		{http.MethodPut, "/openapi.yaml", "GET, HEAD"},
 		{http.MethodDelete, "/openapi.yaml", "GET, HEAD"},
@@ -130,7 +180,7 @@ func TestRouterMethodNotAllowed(t *testing.T) {
 			if !strings.Contains(msg, tt.method) || !strings.Contains(msg, tt.allow) {
 				t.Errorf("message %q does not name the method %s and the allowed %s", msg, tt.method, tt.allow)
 			}
-			if n := s.createCalls.Load() + s.openAPICalls.Load(); n != 0 {
+			if n := s.handlerCalls(); n != 0 {
 				t.Errorf("a handler ran %d times", n)
 			}
 		})
@@ -145,8 +195,8 @@ func TestRouterOpenAPI(t *testing.T) {
 	if !bytes.Equal(api.OpenAPI, onDisk) {
 		t.Fatal("the embedded document differs from api/openapi.yaml")
 	}
-	if !bytes.Contains(api.OpenAPI, []byte("version: 1.0.0")) {
-		t.Error("the document does not carry version 1.0.0")
+	if !bytes.Contains(api.OpenAPI, []byte("version: 1.1.0")) {
+		t.Error("the document does not carry version 1.1.0")
 	}
 
 	// The authentication middleware rejects everything: the document is
@@ -281,13 +331,17 @@ func TestRouterWholeStack(t *testing.T) {
 		t.Errorf("POST /plants: %d %s", res.StatusCode, body)
 	}
 
-	res, err = srv.Client().Get(srv.URL + "/plants")
+	req, err := http.NewRequest(http.MethodPut, srv.URL+"/plants", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkError(t, res.StatusCode, res.Header, readAll(t, res), 405, apierror.MethodNotAllowed)
-	if got := res.Header.Get("Allow"); got != "POST" {
-		t.Errorf("Allow = %q, want POST", got)
+	if got := res.Header.Get("Allow"); got != "GET, POST" {
+		t.Errorf("Allow = %q, want GET, POST", got)
 	}
 
 	res, err = srv.Client().Post(srv.URL+"//plants", "application/json", strings.NewReader(`{"id":1,"name":"a"}`))
