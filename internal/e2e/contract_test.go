@@ -144,8 +144,8 @@ func contract(t *testing.T, s *service, redis goredis.UniversalClient) {
 		// 5. Other statuses.
 		{name: "unknown path", method: "GET", path: "/nope", status: 404, code: 40401},
 		{name: "trailing slash", path: "/plants/", body: `{"id": 9, "name": "x"}`, status: 404, code: 40401},
-		{name: "other method", method: "GET", path: "/plants", status: 405, code: 40501, headers: map[string]string{"Allow": "POST"}},
-		{name: "delete", method: "DELETE", path: "/plants", status: 405, code: 40501, headers: map[string]string{"Allow": "POST"}},
+		{name: "other method", method: "PUT", path: "/plants", status: 405, code: 40501, headers: map[string]string{"Allow": "GET, POST"}},
+		{name: "delete", method: "DELETE", path: "/plants", status: 405, code: 40501, headers: map[string]string{"Allow": "GET, POST"}},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
@@ -202,7 +202,7 @@ func contract(t *testing.T, s *service, redis goredis.UniversalClient) {
 		if r.Status != 200 || r.Header.Get("Content-Type") != "application/yaml" {
 			t.Fatalf("GET /openapi.yaml = %d %q", r.Status, r.Header.Get("Content-Type"))
 		}
-		if !strings.Contains(string(r.Body), "version: 1.0.0") || !strings.Contains(string(r.Body), "/plants:") {
+		if !strings.Contains(string(r.Body), "version: 1.1.0") || !strings.Contains(string(r.Body), "/plants:") {
 			t.Fatalf("not the OpenAPI document: %.200s", r.Body)
 		}
 	})

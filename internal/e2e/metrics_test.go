@@ -176,7 +176,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 		expect(s.Do(t, http.MethodPost, "/plants", `{"id": 5, "name": "x"}`, map[string]string{"Authorization": "Bearer wrong-token"}), 401)
 	}
 	expect(s.Do(t, http.MethodGet, "/nope", "", nil), 404)
-	expect(s.Do(t, http.MethodGet, "/plants/1", "", nil), 404)
+	expect(s.Do(t, http.MethodGet, "/plants/1/x", "", nil), 404)
 	expect(s.Do(t, http.MethodPut, "/plants", `{"id": 5, "name": "x"}`, nil), 405)
 	expect(s.Do(t, http.MethodGet, "/openapi.yaml", "", noAuth), 200)
 	redis.Stop()
@@ -320,7 +320,7 @@ func TestMetricsCardinalityIsBounded(t *testing.T) {
 			method = []string{"FOO", "BREW", "PROPFIND", "M" + strings.ToUpper(marker)}[rand.IntN(4)]
 			madeUp++
 		}
-		path := []string{"/x/" + marker, "/" + marker, "/plants/" + marker, "/openapi.yaml/" + marker, "/x/" + marker + "/y?q=" + marker}[rand.IntN(5)]
+		path := []string{"/x/" + marker, "/" + marker, "/plants/" + marker + "/x", "/openapi.yaml/" + marker, "/x/" + marker + "/y?q=" + marker}[rand.IntN(5)]
 		reqs[i] = sent{method, path, marker}
 	}
 

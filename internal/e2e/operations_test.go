@@ -59,10 +59,7 @@ func TestConcurrentDistinctCreates(t *testing.T) {
 			t.Fatalf("create %d answered %d", i, st)
 		}
 	}
-	keys, err := redis.Client().Keys(t.Context(), "plantstore:plant:*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := plantKeys(t, redis.Client())
 	if len(keys) != n {
 		t.Fatalf("%d plants in Redis, want %d", len(keys), n)
 	}

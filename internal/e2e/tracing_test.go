@@ -49,8 +49,14 @@ func hasServerAndRedisSpans(traceID, parentID string) func([]receivedSpan) bool 
 		if !ok {
 			return false
 		}
-		return slices.ContainsFunc(childrenOf(spans, srv), func(c receivedSpan) bool { return c.GetName() == "set" })
+		return slices.ContainsFunc(childrenOf(spans, srv), isCreateScript)
 	}
+}
+
+// isCreateScript matches the span of the store's create script: EVALSHA, or
+// EVAL when Redis did not have the script cached yet.
+func isCreateScript(c receivedSpan) bool {
+	return (c.GetName() == "evalsha" || c.GetName() == "eval") && c.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR
 }
 
 func wantAttr(t *testing.T, s receivedSpan, key, want string) {
@@ -138,12 +144,12 @@ func TestTracesExported(t *testing.T) {
 	t.Run("redis child span", func(t *testing.T) {
 		var set receivedSpan
 		for _, c := range childrenOf(spans, srv) {
-			if c.GetName() == "set" {
+			if isCreateScript(c) {
 				set = c
 			}
 		}
 		if set.Span == nil {
-			t.Fatalf("no Redis SET span under the server span:\n%s", describeSpans(inTrace(spans, traceID)))
+			t.Fatalf("no Redis create-script span under the server span:\n%s", describeSpans(inTrace(spans, traceID)))
 		}
 		if set.GetKind() != tracepb.Span_SPAN_KIND_CLIENT {
 			t.Errorf("Redis span kind %v, want CLIENT", set.GetKind())

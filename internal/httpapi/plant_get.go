@@ -49,8 +49,9 @@ func (h *GetPlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		apierror.Write(w, e)
 		return
 	}
-	// A read may stop when its client hangs up: nothing depends on its end.
-	ctx, cancel := context.WithTimeout(r.Context(), h.storeTimeout)
+	// Bounded by the store timeout alone, as every store call: a client that
+	// hangs up does not turn into a store failure in the logs and metrics.
+	ctx, cancel := storeContext(r, h.storeTimeout)
 	defer cancel()
 	p, err := h.store.Get(ctx, id)
 	switch {

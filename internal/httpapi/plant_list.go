@@ -49,7 +49,7 @@ func (h *ListPlantsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		after = &id
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), h.storeTimeout)
+	ctx, cancel := storeContext(r, h.storeTimeout)
 	defer cancel()
 	page, err := h.store.List(ctx, after, limit)
 	if err != nil {

@@ -21,13 +21,23 @@ import (
 const Shards = 16
 
 // The key layout (docs/storage.md). Every key of shard s carries the hash
-// tag {sNN}, so a plant, its index and (later) its events share one slot.
+// tag shardTags[s], so a plant and its shard's index share one slot:
 //
-//	<prefix>plants:{s07}:<id>     the plant's JSON, as 1.0.0 stored it
-//	<prefix>plants:{s07}:index    sorted set, every score 0, members indexMember(id)
-func shardTag(id int64) string {
-	return fmt.Sprintf("{s%02d}", uint64(id)%Shards)
+//	<prefix>plants:{s07.1}:<id>     the plant's JSON, as 1.0.0 stored it
+//	<prefix>plants:{s07.1}:index    sorted set, every score 0, members indexMember(id)
+//
+// Tag s hashes into the s-th sixteenth of the 16384 Cluster slots, so that a
+// Cluster whose masters own equal runs of slots (as redis-cli --cluster
+// create makes them) holds an even share of the shards: 5/6/5 on three
+// masters, 4 each on four.
+var shardTags = [Shards]string{
+	"{s00.22}", "{s01.21}", "{s02.11}", "{s03.12}", "{s04.41}", "{s05.42}", "{s06.2}", "{s07.1}",
+	"{s08.0}", "{s09.3}", "{s10.22}", "{s11.21}", "{s12.2}", "{s13.1}", "{s14.41}", "{s15.42}",
 }
+
+func shard(id int64) int { return int(uint64(id) % Shards) }
+
+func shardTag(id int64) string { return shardTags[shard(id)] }
 
 // PlantKey is the Redis key of a plant id under prefix: the one place that
 // names it, for the tests and tools that look into a store.
@@ -45,7 +55,7 @@ func (r *Redis) Key(id int64) string { return PlantKey(r.prefix, id) }
 
 // IndexKey is the Redis key of the listing index of shard s.
 func (r *Redis) IndexKey(s int) string {
-	return fmt.Sprintf("%splants:{s%02d}:index", r.prefix, s)
+	return r.prefix + "plants:" + shardTags[s] + ":index"
 }
 
 // PlantIndexKey is the Redis key of the listing index that holds id.
@@ -199,8 +209,7 @@ func (r *Redis) List(ctx context.Context, after *int64, limit int) (plant.Page, 
 
 	byShard := make([][]int64, Shards)
 	for _, id := range ids {
-		s := uint64(id) % Shards
-		byShard[s] = append(byShard[s], id)
+		byShard[shard(id)] = append(byShard[shard(id)], id)
 	}
 	values := make(map[int64]*redis.SliceCmd, Shards)
 	_, err = r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {

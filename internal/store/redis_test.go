@@ -46,14 +46,14 @@ func TestRedisKeyLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	// -42 is 0xff..d6 as uint64: shard 6.
-	got, err := srv.Client().Get(ctx, "plantstore:plants:{s06}:-42").Result()
+	got, err := srv.Client().Get(ctx, "plantstore:plants:{s06.2}:-42").Result()
 	if err != nil {
 		t.Fatalf("plant not at the documented key: %v", err)
 	}
 	if want := `{"name":"Monstera","tag":"tropical"}`; got != want {
 		t.Fatalf("stored value = %s, want %s", got, want)
 	}
-	members, err := srv.Client().ZRangeWithScores(ctx, "plantstore:plants:{s06}:index", 0, -1).Result()
+	members, err := srv.Client().ZRangeWithScores(ctx, "plantstore:plants:{s06.2}:index", 0, -1).Result()
 	if err != nil || len(members) != 1 || members[0].Member != "7fffffffffffffd6" || members[0].Score != 0 {
 		t.Fatalf("index of shard 6 = %v, %v; want the one member 7fffffffffffffd6 with score 0", members, err)
 	}
@@ -77,6 +77,27 @@ func TestRedisKeyLayout(t *testing.T) {
 
 func tagOf(key string) string {
 	return key[strings.Index(key, "{"):strings.Index(key, "}")]
+}
+
+// TestRedisShardSlots: shard s's keys hash into the s-th sixteenth of the
+// Cluster slots (CLUSTER KEYSLOT of a real node), so equal slot ranges hold
+// equal shares of the shards.
+func TestRedisShardSlots(t *testing.T) {
+	c := redistest.StartCluster(t, 1)
+	node := c.Masters[0].Client()
+	r := store.NewRedis(nil, "plantstore:")
+	for s := range store.Shards {
+		slot, err := node.ClusterKeySlot(context.Background(), r.IndexKey(s)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lo, hi := int64(s)*16384/store.Shards, int64(s+1)*16384/store.Shards; slot < lo || slot >= hi {
+			t.Errorf("shard %d: key %s in slot %d, want %d..%d", s, r.IndexKey(s), slot, lo, hi-1)
+		}
+		if id := int64(s); tagOf(r.Key(id)) != tagOf(r.IndexKey(s)) || tagOf(r.Key(id-store.Shards)) != tagOf(r.IndexKey(s)) {
+			t.Errorf("plant %d is not in shard %d", id, s)
+		}
+	}
 }
 
 // TestRedisConformanceSentinel and TestRedisConformanceCluster run the whole

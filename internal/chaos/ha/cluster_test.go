@@ -14,6 +14,7 @@ import (
 
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/servicetest"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
 // aof makes a node killed with SIGKILL and restarted keep every write it
@@ -101,15 +102,24 @@ func TestChaosCluster(t *testing.T) {
 		t.Fatalf("no create acknowledged: %v", res)
 	}
 
-	// The plants are spread over the masters as the slots are: each holds
-	// its share of the slots' worth of plants, within 5 points.
+	// The plants are spread over the masters as the store's shards are
+	// (store.Shards hash tags, a plant's shard its id modulo their number):
+	// each master holds its shards' share of the plants, within 5 points.
 	slotMap, err := redistest.SlotMap(ctx, client)
 	if err != nil {
 		t.Fatal(err)
 	}
 	owned := map[string]int{}
-	for _, r := range slotMap {
-		owned[r.Master] += r.End - r.Start + 1
+	for shard := range int64(store.Shards) {
+		slot, err := client.ClusterKeySlot(ctx, store.PlantIndexKey("plantstore:", shard)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range slotMap {
+			if int(slot) >= r.Start && int(slot) <= r.End {
+				owned[r.Master]++
+			}
+		}
 	}
 	var shares []string
 	var total int64
@@ -123,10 +133,10 @@ func TestChaosCluster(t *testing.T) {
 		total += n
 	}
 	for i, n := range counts {
-		share, slotShare := float64(n)/float64(total), float64(owned[c.Masters[i].Addr])/16384
-		shares = append(shares, fmt.Sprintf("%.1f%%(slots %.1f%%)", 100*share, 100*slotShare))
-		if n == 0 || share < slotShare-0.05 || share > slotShare+0.05 {
-			t.Errorf("master %d holds %d of %d plants (%.1f%%) for %.1f%% of the slots", i, n, total, 100*share, 100*slotShare)
+		share, shardShare := float64(n)/float64(total), float64(owned[c.Masters[i].Addr])/store.Shards
+		shares = append(shares, fmt.Sprintf("%.1f%%(shards %.1f%%)", 100*share, 100*shardShare))
+		if share < shardShare-0.05 || share > shardShare+0.05 {
+			t.Errorf("master %d holds %d of %d plants (%.1f%%) for %.1f%% of the shards", i, n, total, 100*share, 100*shardShare)
 		}
 	}
 	if total < int64(len(acked)) {

@@ -288,8 +288,9 @@ func (e *env) classes() []class {
 			request("DELETE /plants HTTP/1.1", e.headers(), ""),
 			request("PATCH /plants HTTP/1.1", append(e.headers(), contentLength(valid(711))), valid(711)),
 			request("post /plants HTTP/1.1", append(e.headers(), contentLength(valid(711))), valid(711)),
-			request("GET /plants HTTP/1.1", e.headers(), ""),
 			request("OPTIONS /plants HTTP/1.1", e.headers(), ""),
+			request("PUT /plants/1 HTTP/1.1", append(e.headers(), contentLength(valid(711))), valid(711)),
+			request("POST /plants/1 HTTP/1.1", append(e.headers(), contentLength(valid(711))), valid(711)),
 			request("POST /openapi.yaml HTTP/1.1", append(e.headers(), contentLength(valid(711))), valid(711)),
 		}, want: []outcome{bad(40501)}},
 		{name: "method-connect", requests: []string{
