@@ -12,10 +12,15 @@ import (
 
 	"github.com/plantstore/plantstore/internal/app"
 	"github.com/plantstore/plantstore/internal/config"
+	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/version"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "migrate-store" {
+		migrateStore(os.Args[2:])
+		return
+	}
 	cfg, err := config.Parse(os.Args[1:], os.Stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -54,4 +59,24 @@ func main() {
 		os.Exit(1)
 	}
 	os.Exit(sig.ExitCode)
+}
+
+// migrateStore runs `plantstore migrate-store [flags]`: it moves the plants
+// version 1.0.0 stored in Redis to the 1.1.0 layout (docs/storage.md), with
+// the service's own flags and environment.
+func migrateStore(args []string) {
+	cfg, err := config.ParseMigrate(args, os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "plantstore migrate-store: %v\n", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := store.RunMigration(ctx, cfg.Redis, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "plantstore migrate-store: %v\n", err)
+		os.Exit(1)
+	}
 }

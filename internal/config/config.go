@@ -135,6 +135,15 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	return c, c.Validate()
 }
 
+// ParseMigrate reads the configuration of `plantstore migrate-store`: the
+// service's flags and environment, of which it uses the Redis options; it
+// needs no API tokens.
+func ParseMigrate(args []string, out io.Writer) (Config, error) {
+	c, err := Parse(append([]string{"--dev"}, args...), out)
+	c.Dev, c.Auth.Dev = false, false
+	return c, err
+}
+
 // Validate checks the options together; each message names the option.
 func (c Config) Validate() error {
 	var errs []error
