@@ -56,7 +56,7 @@ cluster-up: ## start the one-node test cluster and leave it up (export KUBECONFI
 cluster-down: ## stop the test cluster and remove every trace of it
 	tools/k8s/cluster.sh down
 
-bench: bench-chain bench-load ## both benchmarks below
+bench: bench-chain bench-load bench-store ## the benchmarks below
 
 bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on, ratios from one run (benchstat)
 	@mkdir -p bin
@@ -74,6 +74,10 @@ bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on,
 
 bench-load: redis-server ## load harness: service vs floor on loopback; writes docs/performance.md and docs/performance.png (under 3 minutes)
 	cd tools/bench && $(GO) run ./cmd/bench $(BENCH_FLAGS)
+
+bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 10^5 and 10^6 plants, embedded store and Redis (flat: docs/storage.md)
+	@mkdir -p bin
+	$(GO) test -run '^$$' -bench 'ListPage' -benchtime 2000x -count $(BENCHCOUNT) ./internal/store/ | tee bin/bench-store.txt | grep -v '^redis:'
 
 bench-short: redis-server ## CI: the load harness, 1 round of 1s phases; fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short $(BENCH_FLAGS)
