@@ -22,7 +22,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run test test-go test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
+.PHONY: help build run generate generate-check test test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -33,10 +33,21 @@ build: ## build the release binary into bin/
 run: build ## run the service on the embedded store with a generated token (prints it and a curl line)
 	./$(BIN) --dev $(RUN_FLAGS)
 
-test: test-go test-monitoring test-tools ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, dashboards and alerts
+# The Go client's generated half (api/client/client.gen.go) comes from
+# api/openapi.yaml through oapi-codegen, pinned in tools/go.mod.
+generate: ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen)
+	$(TOOL) oapi-codegen -config api/client/oapi-codegen.yaml -o api/client/client.gen.go api/openapi.yaml
+
+generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates
+	GO=$(GO) tools/openapi/generate-check.sh
+
+test: test-go test-api test-monitoring test-tools ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, OpenAPI, dashboards and alerts
 
 test-go: redis-server ## the service's tests (go test -race ./...)
 	$(GO) test -race -count=1 ./...
+
+test-api: ## api/openapi.yaml passes kin-openapi's validator with every strict option; the generate check works
+	cd tools && $(GO) test -count=1 ./openapi/
 
 test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
 	cd tools && $(GO) test -count=1 ./monitoring/
@@ -82,10 +93,10 @@ bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 1
 bench-short: redis-server ## CI: the load harness, 1 round of 1s phases; fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short $(BENCH_FLAGS)
 
-lint: image-lint ## go vet, staticcheck, gofmt, and the Dockerfile under BuildKit's rules
+lint: image-lint generate-check ## go vet, staticcheck, gofmt, the generated client up to date, and the Dockerfile under BuildKit's rules
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
-	cd tools && $(GO) vet ./monitoring/
+	cd tools && $(GO) vet ./monitoring/ ./openapi/
 	cd tools/bench && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 

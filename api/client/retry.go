@@ -1,0 +1,158 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// retryPolicy is when and how long PlantStore waits between attempts; the
+// clock, sleep and jitter are fields so that tests need no real waiting.
+type retryPolicy struct {
+	attempts      int
+	base, ceiling time.Duration
+	maxRetryAfter time.Duration
+	sleep         func(ctx context.Context, d time.Duration) error
+	jitter        func() float64 // in [0, 1)
+	now           func() time.Time
+}
+
+// backoff is the wait before attempt n+1 after attempt n (1-based) failed
+// without a Retry-After: base doubled n-1 times, capped, then jittered down
+// by up to half ("equal jitter": never zero, never above the cap).
+func (p retryPolicy) backoff(n int) time.Duration {
+	d := p.base
+	for i := 1; i < n && d < p.ceiling; i++ {
+		d *= 2
+	}
+	d = min(d, p.ceiling)
+	return d/2 + time.Duration(p.jitter()*float64(d/2))
+}
+
+// sleepContext waits d, or until ctx is done.
+func sleepContext(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// retryable reports whether req may be sent again: see Retries above.
+func (c *PlantStore) retryable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false // the body cannot be replayed
+	}
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodDelete:
+		return true
+	case http.MethodPost:
+		return path.Clean("/"+strings.TrimPrefix(req.URL.Path, c.base.Path)) == "/plants"
+	}
+	return false
+}
+
+// send sends req with the token, retrying as the policy says. It returns
+// the last answer (whose body the caller closes), or the last error; a
+// context's end is returned as the context's error. uncertain reports that
+// an earlier attempt failed in a way that leaves its effect unknown (a 503,
+// or a connection error once the request may have been written): the
+// answer may be to a repeat of a request that took effect.
+func (c *PlantStore) send(req *http.Request) (resp *http.Response, uncertain bool, err error) {
+	ctx := req.Context()
+	if !c.sameOrigin(req.URL) {
+		return nil, false, fmt.Errorf("refusing to send the token to %s://%s: not the client's base URL", req.URL.Scheme, req.URL.Host)
+	}
+	retryable := c.retryable(req)
+	for attempt := 1; ; attempt++ {
+		r := req.Clone(ctx)
+		if attempt > 1 && req.GetBody != nil {
+			if r.Body, err = req.GetBody(); err != nil {
+				return nil, uncertain, fmt.Errorf("replaying the request body: %w", err)
+			}
+		}
+		r.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err = c.http.Do(r)
+
+		var wait time.Duration
+		switch {
+		case ctx.Err() != nil:
+			if resp != nil {
+				drain(resp.Body)
+			}
+			return nil, uncertain, context.Cause(ctx)
+		case err != nil:
+			if !retryable || attempt >= c.retry.attempts || !transient(err) {
+				return nil, uncertain, attemptsErr(attempt, err)
+			}
+			uncertain = uncertain || !refused(err)
+			wait = c.retry.backoff(attempt)
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			if !retryable || attempt >= c.retry.attempts {
+				return resp, uncertain, nil
+			}
+			if d, ok := retryAfter(resp.Header, c.retry.now()); ok {
+				if d > c.retry.maxRetryAfter {
+					return resp, uncertain, nil
+				}
+				// Honour the service's wait, plus a little jitter so that
+				// the clients it turned away do not return in step.
+				wait = d + time.Duration(c.retry.jitter()*float64(c.retry.base))
+			} else {
+				wait = c.retry.backoff(attempt)
+			}
+			drain(resp.Body)
+			uncertain = true
+		default:
+			return resp, uncertain, nil
+		}
+		if deadline, ok := ctx.Deadline(); ok && c.retry.now().Add(wait).After(deadline) {
+			return nil, uncertain, fmt.Errorf("%w (after %d attempts; the next wait, %s, ends after the context's deadline)",
+				context.DeadlineExceeded, attempt, wait)
+		}
+		if err := c.retry.sleep(ctx, wait); err != nil {
+			return nil, uncertain, err
+		}
+	}
+}
+
+func attemptsErr(n int, err error) error {
+	if n == 1 {
+		return err
+	}
+	return fmt.Errorf("%w (after %d attempts)", err, n)
+}
+
+// transient reports whether a transport error is worth a retry: the
+// connection was refused, reset or cut, or timed out. A bad URL, a TLS
+// failure or a refused redirect will fail the same way again.
+func transient(err error) bool {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// refused reports whether the request certainly never reached the service:
+// the connection could not be made.
+func refused(err error) bool {
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
+}
