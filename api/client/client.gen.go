@@ -34,14 +34,16 @@ type Error struct {
 	// 40008 `limit` not an integer from 1 to 100;
 	// 40009 `cursor` not one the service issued;
 	// 40101 credentials missing (no Authorization header);
-	// 40102 token not accepted;
+	// 40102 token not accepted (unknown or expired);
 	// 40103 malformed Authorization header (not `Bearer <token>`);
+	// 40301 the token lacks the scope the operation needs;
 	// 40401 unknown path;
 	// 40402 no plant has that id;
 	// 40501 method not allowed on a known path;
 	// 40901 id already taken by a different plant;
 	// 41301 body larger than 64 KiB;
 	// 41501 content type is not application/json;
+	// 42901 the client's rate limit is exhausted; retry after Retry-After;
 	// 50001 internal error (the message reveals nothing internal);
 	// 50301 store unavailable or timed out; retry after Retry-After.
 	Error int32 `json:"error"`

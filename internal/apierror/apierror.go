@@ -28,12 +28,14 @@ const (
 	CredentialsMissing Code = 40101
 	TokenRejected      Code = 40102
 	MalformedAuth      Code = 40103
+	InsufficientScope  Code = 40301
 	NotFound           Code = 40401
 	PlantNotFound      Code = 40402
 	MethodNotAllowed   Code = 40501
 	IDTaken            Code = 40901
 	BodyTooLarge       Code = 41301
 	UnsupportedMedia   Code = 41501
+	RateLimited        Code = 42901
 	Internal           Code = 50001
 	StoreUnavailable   Code = 50301
 )

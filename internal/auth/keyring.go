@@ -25,8 +25,11 @@ func NewKeyring(s TokenSet) *Keyring {
 	return k
 }
 
-// Accepts reports whether the set in force accepts token.
+// Accepts reports whether the set in force accepts token, whatever its expiry.
 func (k *Keyring) Accepts(token string) bool { return k.current.Load().Accepts(token) }
+
+// Lookup returns the client of token in the set in force, or nil.
+func (k *Keyring) Lookup(token string) *Client { return k.current.Load().Lookup(token) }
 
 // Replace puts s in force.
 func (k *Keyring) Replace(s TokenSet) { k.current.Store(&s) }
@@ -69,7 +72,7 @@ func LoadFile(path string, interval time.Duration, extra TokenSet, log *zap.Logg
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the auth tokens file: %w", err)
 	}
-	set, err := ParseTokens(bytes.NewReader(data))
+	set, err := ParseTokens(bytes.NewReader(data), time.Now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("auth tokens file %s: %w", path, err)
 	}
@@ -114,17 +117,17 @@ func (r *FileReloader) reload() {
 	case r.failedSum: // the broken content already reported
 		return
 	}
-	set, err := ParseTokens(bytes.NewReader(data))
+	set, err := ParseTokens(bytes.NewReader(data), time.Now())
 	if err != nil {
 		r.failedSum, r.lastFailure = sum, err.Error()
-		r.log.Error("auth tokens file no longer parses; keeping the tokens in force",
+		r.log.Error("auth tokens file refused as a whole; keeping the last good tokens in force",
 			zap.String("path", r.path), zap.Error(err))
 		r.observe(err)
 		return
 	}
 	r.lastSum, r.failedSum, r.lastFailure = sum, [sha256.Size]byte{}, ""
 	r.keyring.Replace(set.Union(r.extra))
-	r.log.Info("auth tokens reloaded", zap.String("path", r.path), zap.Int("tokens", set.Len()))
+	r.log.Info("auth tokens reloaded", zap.String("path", r.path), zap.Int("tokens", set.Len()), zap.Strings("clients", set.Names()))
 	r.observe(nil) // after the log, so that whoever is told finds the entry
 }
 

@@ -496,3 +496,39 @@ func TestKeyringConcurrentReplace(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestReloadBadAttributesKeepSet: a file whose attributes are wrong is
+// refused as a whole, the last good clients kept with their attributes;
+// the refusal names the line; a good change is then taken in.
+func TestReloadBadAttributesKeepSet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	writeFile(t, path, "reader-token name=reader scopes=plants:read rate=5/s\n")
+	obs := &reloads{}
+	k, r, err := LoadFile(path, testInterval, TokenSet{}, zap.NewNop(), obs.observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, r)
+	for i, bad := range []string{
+		"reader-token name=reader scopes=plants:read,plants:write\nnew-token name=x name=y\n",
+		"reader-token name=reader\nnew-token scopes=plants:admin\n",
+		"reader-token name=reader\nnew-token rate=0/s\n",
+		"reader-token name=reader\nnew-token expires=2001-01-01T00:00:00Z\n",
+	} {
+		writeFile(t, path, bad)
+		eventually(t, "the observer was not given an error", func() bool { return obs.failures() >= i+1 })
+		errs := obs.snapshot()
+		if last := errs[len(errs)-1]; last == nil || !strings.Contains(last.Error(), "line 2:") {
+			t.Errorf("bad file %d: observer error %v, want it to name line 2", i, last)
+		}
+		c := k.Lookup("reader-token")
+		if c == nil || c.Name != "reader" || c.Scopes != ScopeRead || c.Rate.Count != 5 || k.Accepts("new-token") {
+			t.Fatalf("bad file %d: the set in force changed: reader %+v, new-token %v", i, c, k.Accepts("new-token"))
+		}
+	}
+	writeFile(t, path, "reader-token name=reader scopes=plants:read,plants:write\n")
+	eventually(t, "the good file was not taken in", func() bool {
+		c := k.Lookup("reader-token")
+		return c != nil && c.Scopes == AllScopes && c.Rate.IsZero()
+	})
+}

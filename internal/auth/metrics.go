@@ -14,7 +14,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer, tokens func() int) (*Metrics, error) {
 	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "plantstore", Subsystem: "auth", Name: "failures_total",
-		Help: "Requests refused for their credentials, by reason: missing, malformed, rejected.",
+		Help: "Requests refused for their credentials, by reason: missing, malformed, rejected, expired, insufficient_scope.",
 	}, []string{"reason"})
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "plantstore", Subsystem: "auth", Name: "token_reloads_total",
@@ -31,7 +31,7 @@ func NewMetrics(reg prometheus.Registerer, tokens func() int) (*Metrics, error) 
 	}
 	m := &Metrics{failures: make(map[string]prometheus.Counter),
 		reloaded: reloads.WithLabelValues("success"), failed: reloads.WithLabelValues("failure")}
-	for _, r := range []string{ReasonMissing, ReasonMalformed, ReasonRejected} {
+	for _, r := range []string{ReasonMissing, ReasonMalformed, ReasonRejected, ReasonExpired, ReasonScope} {
 		m.failures[r] = failures.WithLabelValues(r)
 	}
 	return m, nil

@@ -22,6 +22,8 @@ type Result struct {
 	DevToken DevToken
 	// Authenticate is the bearer middleware, named for the API router.
 	Authenticate func(http.Handler) http.Handler `name:"authenticate"`
+	// Authorize returns the middleware requiring a scope (after Authenticate).
+	Authorize func(Scope) func(http.Handler) http.Handler `name:"authorize"`
 	// Announce prints the development token once the API listens.
 	Announce func(apiAddr string) `name:"announce"`
 }
@@ -42,7 +44,7 @@ func New(lc fx.Lifecycle, o Options, log *zap.Logger, reg prometheus.Registerer)
 		if err != nil {
 			return Result{}, err
 		}
-		extra, dev = NewTokenSet(token), DevToken(token)
+		extra, dev = NewClientTokenSet(token, Client{Name: DevClient, Scopes: AllScopes}), DevToken(token)
 	}
 	switch {
 	case o.TokensFile != "":
@@ -69,7 +71,9 @@ func New(lc fx.Lifecycle, o Options, log *zap.Logger, reg prometheus.Registerer)
 	if dev != "" {
 		announce = func(addr string) { PrintDevBanner(os.Stderr, dev, addr) }
 	}
-	return Result{Keyring: keyring, DevToken: dev, Authenticate: Middleware(keyring, metrics.Failure), Announce: announce}, nil
+	return Result{Keyring: keyring, DevToken: dev, Authenticate: Middleware(keyring, metrics.Failure),
+		Authorize: func(s Scope) func(http.Handler) http.Handler { return Require(s, metrics.Failure) },
+		Announce:  announce}, nil
 }
 
 // Module provides the keyring and the bearer middleware.

@@ -11,32 +11,39 @@ import (
 	"time"
 )
 
-// TestAcceptsComparesInConstantTime checks, on the source of TokenSet.Accepts,
-// the structure that keeps token comparison from leaking through timing,
-// instead of measuring wall-clock time (which would flake on a busy machine):
+// TestAcceptsComparesInConstantTime checks, on the source of TokenSet.Lookup
+// (which Accepts calls), the structure that keeps token comparison from
+// leaking through timing, instead of measuring wall-clock time (which would
+// flake on a busy machine):
 //
 //   - the presented token is hashed with sha256.Sum256 before anything else
 //     looks at it, so what is compared has a fixed length and no prefix in
 //     common with a stored digest that the client could steer;
-//   - one loop runs over every stored digest, with no break, return, goto or
-//     condition inside it, so the work does not depend on where, or whether,
-//     a digest matches;
-//   - inside the loop the only comparison is subtle.ConstantTimeCompare of
-//     the whole digests, its results OR-ed together;
+//   - one loop runs over every stored digest, with no break, return, goto,
+//     condition or comparison inside it, so the work does not depend on
+//     where, or whether, a digest matches;
+//   - inside the loop the digests are compared whole with
+//     subtle.ConstantTimeCompare, the matching index is picked with
+//     subtle.ConstantTimeSelect (bitwise arithmetic, no branch), and the
+//     results are OR-ed together;
 //   - the result is read once, after the loop.
 //
-// And the set holds digests only: no field of TokenSet can hold a raw token.
+// And the set holds digests and clients only: no field of TokenSet can hold
+// a raw token.
 func TestAcceptsComparesInConstantTime(t *testing.T) {
-	fn := parseMethod(t, "tokens.go", "TokenSet", "Accepts")
+	if fn := parseMethod(t, "tokens.go", "TokenSet", "Accepts"); strings.Join(strings.Fields(render(t, fn.Body)), " ") != "{ return s.Lookup(token) != nil }" {
+		t.Fatalf("Accepts must be Lookup's answer, got %s", render(t, fn.Body))
+	}
+	fn := parseMethod(t, "tokens.go", "TokenSet", "Lookup")
 	body := fn.Body.List
-	if len(body) != 4 {
-		t.Fatalf("Accepts has %d statements; expected hash, accumulator, loop, result:\n%s", len(body), render(t, fn))
+	if len(body) != 5 {
+		t.Fatalf("Lookup has %d statements; expected hash, accumulators, loop, check, result:\n%s", len(body), render(t, fn))
 	}
 
 	// 1. d := sha256.Sum256([]byte(token))
 	hash, ok := body[0].(*ast.AssignStmt)
 	if !ok || len(hash.Rhs) != 1 || !isCall(hash.Rhs[0], "sha256", "Sum256") || !mentions(hash.Rhs[0], "token") {
-		t.Fatalf("the first statement of Accepts must hash the token with sha256.Sum256, got %s", render(t, body[0]))
+		t.Fatalf("the first statement of Lookup must hash the token with sha256.Sum256, got %s", render(t, body[0]))
 	}
 	digest := hash.Lhs[0].(*ast.Ident).Name
 
@@ -47,40 +54,55 @@ func TestAcceptsComparesInConstantTime(t *testing.T) {
 		}
 	}
 
-	// 3. for i := range s.digests { match |= subtle.ConstantTimeCompare(d[:], s.digests[i][:]) }
+	// 3. for i := range s.digests { eq := subtle.ConstantTimeCompare(d[:], s.digests[i][:]); index = subtle.ConstantTimeSelect(...); found |= eq }
 	loop, ok := body[2].(*ast.RangeStmt)
 	if !ok || render(t, loop.X) != "s.digests" {
-		t.Fatalf("Accepts must range over every stored digest, got %s", render(t, body[2]))
+		t.Fatalf("Lookup must range over every stored digest, got %s", render(t, body[2]))
 	}
-	if len(loop.Body.List) != 1 {
-		t.Fatalf("the loop must hold one statement, the comparison, got %s", render(t, loop.Body))
+	if len(loop.Body.List) != 3 {
+		t.Fatalf("the loop must hold three statements (compare, select, accumulate), got %s", render(t, loop.Body))
 	}
-	acc, ok := loop.Body.List[0].(*ast.AssignStmt)
-	if !ok || acc.Tok != token.OR_ASSIGN || len(acc.Rhs) != 1 || !isCall(acc.Rhs[0], "subtle", "ConstantTimeCompare") {
-		t.Fatalf("the loop must OR the results of subtle.ConstantTimeCompare, got %s", render(t, loop.Body.List[0]))
+	cmp, ok := loop.Body.List[0].(*ast.AssignStmt)
+	if !ok || len(cmp.Rhs) != 1 || !isCall(cmp.Rhs[0], "subtle", "ConstantTimeCompare") {
+		t.Fatalf("the loop must first compare with subtle.ConstantTimeCompare, got %s", render(t, loop.Body.List[0]))
 	}
-	args := acc.Rhs[0].(*ast.CallExpr).Args
+	args := cmp.Rhs[0].(*ast.CallExpr).Args
 	if got := render(t, args[0]) + ", " + render(t, args[1]); got != digest+"[:], s.digests[i][:]" {
 		t.Fatalf("ConstantTimeCompare must compare the whole digests, got (%s)", got)
 	}
+	sel, ok := loop.Body.List[1].(*ast.AssignStmt)
+	if !ok || len(sel.Rhs) != 1 || !isCall(sel.Rhs[0], "subtle", "ConstantTimeSelect") {
+		t.Fatalf("the loop must pick the index with subtle.ConstantTimeSelect, got %s", render(t, loop.Body.List[1]))
+	}
+	acc, ok := loop.Body.List[2].(*ast.AssignStmt)
+	if !ok || acc.Tok != token.OR_ASSIGN {
+		t.Fatalf("the loop must OR the comparisons together, got %s", render(t, loop.Body.List[2]))
+	}
 	ast.Inspect(loop.Body, func(n ast.Node) bool {
-		switch n.(type) {
-		case *ast.BranchStmt, *ast.ReturnStmt, *ast.IfStmt, *ast.SwitchStmt, *ast.BinaryExpr:
-			t.Errorf("the loop has a data-dependent branch or comparison: %s", render(t, n))
+		switch n := n.(type) {
+		case *ast.BranchStmt, *ast.ReturnStmt, *ast.IfStmt, *ast.SwitchStmt:
+			t.Errorf("the loop has a data-dependent branch: %s", render(t, n))
+		case *ast.BinaryExpr:
+			if n.Op != token.AND_NOT && n.Op != token.AND && n.Op != token.OR {
+				t.Errorf("the loop has a comparison or arithmetic beyond bitwise: %s", render(t, n))
+			}
 		}
 		return true
 	})
 
-	// 4. return match == 1, after the loop.
-	if ret, ok := body[3].(*ast.ReturnStmt); !ok || render(t, ret.Results[0]) != render(t, acc.Lhs[0])+" == 1" {
-		t.Fatalf("Accepts must return the accumulated result once, after the loop, got %s", render(t, body[3]))
+	// 4. if found == 0 { return nil }, after the loop, then the client.
+	if check, ok := body[3].(*ast.IfStmt); !ok || render(t, check.Cond) != render(t, acc.Lhs[0])+" == 0" {
+		t.Fatalf("Lookup must read the accumulated result once, after the loop, got %s", render(t, body[3]))
+	}
+	if ret, ok := body[4].(*ast.ReturnStmt); !ok || render(t, ret.Results[0]) != "s.clients["+render(t, sel.Lhs[0])+"]" {
+		t.Fatalf("Lookup must return the selected client, got %s", render(t, body[4]))
 	}
 
-	// The set keeps nothing but fixed-length digests.
+	// The set keeps nothing but fixed-length digests and their clients.
 	st := reflect.TypeFor[TokenSet]()
 	for i := range st.NumField() {
-		if f := st.Field(i); f.Type != reflect.TypeFor[[]Digest]() {
-			t.Errorf("TokenSet.%s is a %v: the set must keep only digests", f.Name, f.Type)
+		if f := st.Field(i); f.Type != reflect.TypeFor[[]Digest]() && f.Type != reflect.TypeFor[[]*Client]() {
+			t.Errorf("TokenSet.%s is a %v: the set must keep only digests and clients", f.Name, f.Type)
 		}
 	}
 	if n := reflect.TypeFor[Digest]().Len(); n != 32 {

@@ -8,28 +8,43 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"slices"
+	"time"
 )
 
 // Digest is the SHA-256 digest of a token.
 type Digest [sha256.Size]byte
 
-// TokenSet is an immutable set of accepted token digests.
+// TokenSet is an immutable set of accepted token digests, each with the
+// client it identifies.
 type TokenSet struct {
 	digests []Digest
+	clients []*Client // clients[i] is the client of digests[i]
 }
 
-// NewTokenSet returns a set accepting the given raw tokens.
+// NewTokenSet returns a set accepting the given raw tokens, each with the
+// 1.0.0 meaning: an unnamed client with every scope, no expiry and the
+// default rate.
 func NewTokenSet(tokens ...string) TokenSet {
-	s := TokenSet{digests: make([]Digest, 0, len(tokens))}
+	s := TokenSet{digests: make([]Digest, 0, len(tokens)), clients: make([]*Client, 0, len(tokens))}
 	for _, t := range tokens {
-		s.digests = append(s.digests, sha256.Sum256([]byte(t)))
+		d := Digest(sha256.Sum256([]byte(t)))
+		s.digests = append(s.digests, d)
+		s.clients = append(s.clients, unnamedClient(d))
 	}
 	return s
+}
+
+// NewClientTokenSet returns a set accepting token for client c.
+func NewClientTokenSet(token string, c Client) TokenSet {
+	d := Digest(sha256.Sum256([]byte(token)))
+	if c.key == "" {
+		c.key = clientKey(c.Name, d)
+	}
+	return TokenSet{digests: []Digest{d}, clients: []*Client{&c}}
 }
 
 // Len is the number of tokens in the set.
@@ -38,54 +53,79 @@ func (s TokenSet) Len() int { return len(s.digests) }
 // Union returns a set accepting the tokens of both sets.
 func (s TokenSet) Union(o TokenSet) TokenSet {
 	d := make([]Digest, 0, len(s.digests)+len(o.digests))
-	return TokenSet{digests: append(append(d, s.digests...), o.digests...)}
+	c := make([]*Client, 0, len(s.clients)+len(o.clients))
+	return TokenSet{digests: append(append(d, s.digests...), o.digests...),
+		clients: append(append(c, s.clients...), o.clients...)}
 }
 
-// Accepts reports whether token is in the set. It hashes the token and
-// compares the digest with every stored one without stopping early, so the
-// time taken says nothing about which digest, if any, matched.
-func (s TokenSet) Accepts(token string) bool {
+// Accepts reports whether token is in the set, whatever its expiry.
+func (s TokenSet) Accepts(token string) bool { return s.Lookup(token) != nil }
+
+// Lookup returns the client of token, or nil when the set has no such
+// token. It hashes the token and compares the digest with every stored one
+// without stopping early, so the time taken says nothing about which
+// digest, if any, matched. The first line of a token wins.
+func (s TokenSet) Lookup(token string) *Client {
 	d := sha256.Sum256([]byte(token))
-	match := 0
+	found, index := 0, 0
 	for i := range s.digests {
-		match |= subtle.ConstantTimeCompare(d[:], s.digests[i][:])
+		eq := subtle.ConstantTimeCompare(d[:], s.digests[i][:])
+		index = subtle.ConstantTimeSelect(eq&^found, i, index)
+		found |= eq
 	}
-	return match == 1
+	if found == 0 {
+		return nil
+	}
+	return s.clients[index]
+}
+
+// Names are the distinct client names of the set, sorted.
+func (s TokenSet) Names() []string {
+	seen := make(map[string]bool, len(s.clients))
+	var names []string
+	for _, c := range s.clients {
+		if !seen[c.Name] {
+			seen[c.Name] = true
+			names = append(names, c.Name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // ErrNoTokens means a token file holds no token at all.
 var ErrNoTokens = errors.New("no tokens in the file")
 
-// ParseTokens reads a token file: one token a line, either the raw token or
-// "sha256:" and the hex digest of it. "#" starts a comment; blank lines are
-// skipped. Errors name the line, never its content.
-func ParseTokens(r io.Reader) (TokenSet, error) {
+// ParseTokens reads a token file as of now: one token a line, either the raw
+// token or "sha256:" and the hex digest of it, then optional attributes
+// (see ParseLine). "#" starts a comment; blank lines are skipped. A line
+// that repeats a token must repeat its attributes. The first bad line fails
+// the whole file. Errors name the line, never a token.
+func ParseTokens(r io.Reader, now time.Time) (TokenSet, error) {
 	var s TokenSet
+	type seen struct {
+		line   int
+		client Client
+	}
+	first := map[Digest]seen{} // each token's first line
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		line = strings.TrimSpace(line)
-		if line == "" {
+		d, c, err := ParseLine(sc.Text(), now)
+		switch {
+		case errors.Is(err, errBlank):
 			continue
+		case err != nil:
+			return TokenSet{}, fmt.Errorf("line %d: %w", n, err)
 		}
-		if hexDigest, ok := strings.CutPrefix(line, "sha256:"); ok {
-			var d Digest
-			if len(hexDigest) != hex.EncodedLen(len(d)) {
-				return TokenSet{}, fmt.Errorf("line %d: a sha256: digest must be 64 hex digits", n)
+		if f, ok := first[d]; ok {
+			if f.client != c {
+				return TokenSet{}, fmt.Errorf("line %d: the token of line %d again, with other attributes", n, f.line)
 			}
-			if _, err := hex.Decode(d[:], []byte(hexDigest)); err != nil {
-				return TokenSet{}, fmt.Errorf("line %d: a sha256: digest must be 64 hex digits", n)
-			}
-			s.digests = append(s.digests, d)
-			continue
+		} else {
+			first[d] = seen{n, c}
 		}
-		if !IsToken68(line) {
-			return TokenSet{}, fmt.Errorf("line %d: a token may hold only letters, digits and -._~+/ with trailing =", n)
-		}
-		s.digests = append(s.digests, sha256.Sum256([]byte(line)))
+		s.digests = append(s.digests, d)
+		s.clients = append(s.clients, &c)
 	}
 	if err := sc.Err(); err != nil {
 		return TokenSet{}, fmt.Errorf("reading tokens: %w", err)

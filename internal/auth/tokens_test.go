@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // sha256Line returns the "sha256:<hex>" form of token, in lower or upper case hex.
@@ -95,7 +96,7 @@ func TestParseTokensAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := ParseTokens(strings.NewReader(tt.file))
+			s, err := ParseTokens(strings.NewReader(tt.file), time.Now())
 			if err != nil {
 				t.Fatalf("ParseTokens: %v", err)
 			}
@@ -187,7 +188,7 @@ func TestParseTokensErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := ParseTokens(strings.NewReader(tt.file))
+			s, err := ParseTokens(strings.NewReader(tt.file), time.Now())
 			if err == nil {
 				t.Fatalf("ParseTokens succeeded with %d tokens, want an error", s.Len())
 			}
@@ -219,7 +220,7 @@ func TestParseTokensNoTokens(t *testing.T) {
 		"comments and blank": "\n# rotated out: old-token\n\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseTokens(strings.NewReader(file))
+			_, err := ParseTokens(strings.NewReader(file), time.Now())
 			if !errors.Is(err, ErrNoTokens) {
 				t.Fatalf("ParseTokens(%q) error = %v, want ErrNoTokens", file, err)
 			}
@@ -229,7 +230,7 @@ func TestParseTokensNoTokens(t *testing.T) {
 
 func TestParseTokensReadError(t *testing.T) {
 	boom := errors.New("disk on fire")
-	_, err := ParseTokens(iotest.ErrReader(boom))
+	_, err := ParseTokens(iotest.ErrReader(boom), time.Now())
 	if !errors.Is(err, boom) {
 		t.Fatalf("error = %v, want it to wrap the reader's error", err)
 	}
@@ -241,15 +242,15 @@ func TestParseTokensReadError(t *testing.T) {
 func TestTokenSetAccepts(t *testing.T) {
 	const token = "Zm9vYmFyYmF6cXV4-_.~+/=="
 	raw := NewTokenSet(token)
-	hashed, err := ParseTokens(strings.NewReader(sha256Line(token, false) + "\n"))
+	hashed, err := ParseTokens(strings.NewReader(sha256Line(token, false) + "\n"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	hashedUpper, err := ParseTokens(strings.NewReader(sha256Line(token, true) + "\n"))
+	hashedUpper, err := ParseTokens(strings.NewReader(sha256Line(token, true) + "\n"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsedRaw, err := ParseTokens(strings.NewReader(token + "\n"))
+	parsedRaw, err := ParseTokens(strings.NewReader(token + "\n"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +391,7 @@ func TestGenerateToken(t *testing.T) {
 		seen[tok] = true
 
 		// A generated token round-trips through a token file.
-		s, err := ParseTokens(strings.NewReader(tok + "\n"))
+		s, err := ParseTokens(strings.NewReader(tok + "\n"), time.Now())
 		if err != nil || !s.Accepts(tok) {
 			t.Errorf("generated token %q does not parse back: %v", tok, err)
 		}

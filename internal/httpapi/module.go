@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/api"
+	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/telemetry"
 )
@@ -21,7 +22,8 @@ type Params struct {
 	Log          *zap.Logger
 	Registry     prometheus.Registerer
 	Tracing      *telemetry.Tracing
-	Authenticate func(http.Handler) http.Handler `name:"authenticate"`
+	Authenticate func(http.Handler) http.Handler                  `name:"authenticate"`
+	Authorize    func(auth.Scope) func(http.Handler) http.Handler `name:"authorize"`
 }
 
 // Result is the API's root handler, named for the server module.
@@ -49,6 +51,7 @@ func New(p Params) (Result, error) {
 		DeletePlant:  NewDeletePlantHandler(p.Repository, p.Options.StoreTimeout, log),
 		OpenAPI:      NewOpenAPIHandler(api.OpenAPI),
 		Authenticate: p.Authenticate,
+		Authorize:    p.Authorize,
 	})
 	return Result{Handler: in.Wrap(router)}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/plantstore/plantstore/internal/apierror"
+	"github.com/plantstore/plantstore/internal/auth"
 )
 
 // RouterParams are the parts the API router is built from.
@@ -18,6 +19,9 @@ type RouterParams struct {
 	OpenAPI     http.Handler
 	// Authenticate guards every operation; the OpenAPI document is public.
 	Authenticate func(http.Handler) http.Handler
+	// Authorize returns the middleware that requires a scope of the
+	// authenticated client; nil is auth.Require without telemetry.
+	Authorize func(auth.Scope) func(http.Handler) http.Handler
 }
 
 // NewRouter builds the API's routes. Unknown paths and methods answer with
@@ -37,10 +41,19 @@ func NewRouter(p RouterParams) *mux.Router {
 			next.ServeHTTP(w, req)
 		})
 	})
-	r.Handle("/plants", p.Authenticate(p.ListPlants)).Methods(http.MethodGet).Name("/plants")
-	r.Handle("/plants", p.Authenticate(p.CreatePlant)).Methods(http.MethodPost).Name("/plants")
-	r.Handle("/plants/{id}", p.Authenticate(p.GetPlant)).Methods(http.MethodGet).Name("/plants/{id}")
-	r.Handle("/plants/{id}", p.Authenticate(p.DeletePlant)).Methods(http.MethodDelete).Name("/plants/{id}")
+	authorize := p.Authorize
+	if authorize == nil {
+		authorize = func(s auth.Scope) func(http.Handler) http.Handler { return auth.Require(s, nil) }
+	}
+	// Each operation names the scope it needs, here beside its route
+	// (api/openapi.yaml declares the same): authentication, then the scope.
+	guard := func(scope auth.Scope, h http.Handler) http.Handler {
+		return p.Authenticate(authorize(scope)(h))
+	}
+	r.Handle("/plants", guard(auth.ScopeRead, p.ListPlants)).Methods(http.MethodGet).Name("/plants")
+	r.Handle("/plants", guard(auth.ScopeWrite, p.CreatePlant)).Methods(http.MethodPost).Name("/plants")
+	r.Handle("/plants/{id}", guard(auth.ScopeRead, p.GetPlant)).Methods(http.MethodGet).Name("/plants/{id}")
+	r.Handle("/plants/{id}", guard(auth.ScopeWrite, p.DeletePlant)).Methods(http.MethodDelete).Name("/plants/{id}")
 	r.Handle("/openapi.yaml", p.OpenAPI).Methods(http.MethodGet, http.MethodHead).Name("/openapi.yaml")
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/plantstore/plantstore/api"
 	"github.com/plantstore/plantstore/internal/apierror"
+	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/httpapi"
 )
 
@@ -368,4 +370,59 @@ func readAll(t *testing.T, res *http.Response) []byte {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// TestRouterScopes: each operation requires its scope of the contract
+// (plants:read for GET, plants:write for POST and DELETE); a token without
+// it gets 403 40301 naming the scope, and the handler is not called.
+func TestRouterScopes(t *testing.T) {
+	set, err := auth.ParseTokens(strings.NewReader("reader name=r scopes=plants:read\nwriter name=w scopes=plants:write\nboth\n"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	spy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	router := httpapi.NewRouter(httpapi.RouterParams{
+		CreatePlant: spy, ListPlants: spy, GetPlant: spy, DeletePlant: spy,
+		OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
+		Authenticate: auth.Middleware(auth.NewKeyring(set), nil),
+	})
+	ops := []struct{ method, path, scope string }{
+		{http.MethodGet, "/plants", "plants:read"},
+		{http.MethodGet, "/plants/7", "plants:read"},
+		{http.MethodPost, "/plants", "plants:write"},
+		{http.MethodDelete, "/plants/7", "plants:write"},
+	}
+	for _, op := range ops {
+		for _, token := range []string{"reader", "writer", "both"} {
+			calls.Store(0)
+			r := httptest.NewRequest(op.method, op.path, strings.NewReader(`{"id":1,"name":"a"}`))
+			r.Header.Set("Authorization", "Bearer "+token)
+			rec := httptest.NewRecorder()
+			router.ServeHTTP(rec, r)
+			allowed := token == "both" || op.scope == "plants:read" && token == "reader" || op.scope == "plants:write" && token == "writer"
+			name := op.method + " " + op.path + " as " + token
+			if allowed {
+				if rec.Code != http.StatusNoContent || calls.Load() != 1 {
+					t.Errorf("%s: %d, %d calls; want it served", name, rec.Code, calls.Load())
+				}
+				continue
+			}
+			want := `Bearer realm="plantstore", error="insufficient_scope", scope="` + op.scope + `"`
+			if rec.Code != http.StatusForbidden || rec.Header().Get("WWW-Authenticate") != want || calls.Load() != 0 {
+				t.Errorf("%s: %d %q, %d calls; want 403 %s", name, rec.Code, rec.Header().Get("WWW-Authenticate"), calls.Load(), want)
+			}
+			if !strings.Contains(rec.Body.String(), `"error":40301`) {
+				t.Errorf("%s: body %s", name, rec.Body)
+			}
+		}
+	}
+	rec := httptest.NewRecorder()
+	router.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/openapi.yaml", nil))
+	if rec.Code != http.StatusOK {
+		t.Errorf("/openapi.yaml without a token: %d, want 200", rec.Code)
+	}
 }
