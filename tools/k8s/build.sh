@@ -6,7 +6,7 @@
 #
 #   tools/k8s/build.sh TOOL...    TOOL: helm kubeconform kubectl kube-apiserver
 #                                 kube-controller-manager kube-scheduler kubelet
-#                                 kube-proxy coredns metrics-server skaffold
+#                                 kube-proxy coredns metrics-server skaffold kube-router
 #
 # Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
 set -euo pipefail
@@ -39,6 +39,7 @@ declare -A OWN=(
   [coredns]="coredns ."
   [metrics-server]="metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server"
   [skaffold]="skaffold github.com/GoogleContainerTools/skaffold/v2/cmd/skaffold"
+  [kube-router]="kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"
 )
 key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
 BIN=$CACHE/bin/$key
