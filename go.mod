@@ -3,6 +3,7 @@ module github.com/plantstore/plantstore
 go 1.26.0
 
 require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/btree v1.1.3
 	github.com/gorilla/mux v1.8.1
 	github.com/oapi-codegen/runtime v1.8.0

@@ -9,6 +9,7 @@ import (
 	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/config"
 	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/telemetry"
@@ -23,6 +24,7 @@ func New(c config.Config, extra ...fx.Option) *fx.App {
 		telemetry.FxLogger,
 		store.Module,
 		auth.Module,
+		ratelimit.Module,
 		httpapi.Module,
 		server.Module,
 		// The store is the servers' readiness check.

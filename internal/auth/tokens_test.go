@@ -242,15 +242,15 @@ func TestParseTokensReadError(t *testing.T) {
 func TestTokenSetAccepts(t *testing.T) {
 	const token = "Zm9vYmFyYmF6cXV4-_.~+/=="
 	raw := NewTokenSet(token)
-	hashed, err := ParseTokens(strings.NewReader(sha256Line(token, false) + "\n"), time.Now())
+	hashed, err := ParseTokens(strings.NewReader(sha256Line(token, false)+"\n"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	hashedUpper, err := ParseTokens(strings.NewReader(sha256Line(token, true) + "\n"), time.Now())
+	hashedUpper, err := ParseTokens(strings.NewReader(sha256Line(token, true)+"\n"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsedRaw, err := ParseTokens(strings.NewReader(token + "\n"), time.Now())
+	parsedRaw, err := ParseTokens(strings.NewReader(token+"\n"), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestGenerateToken(t *testing.T) {
 		seen[tok] = true
 
 		// A generated token round-trips through a token file.
-		s, err := ParseTokens(strings.NewReader(tok + "\n"), time.Now())
+		s, err := ParseTokens(strings.NewReader(tok+"\n"), time.Now())
 		if err != nil || !s.Accepts(tok) {
 			t.Errorf("generated token %q does not parse back: %v", tok, err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/telemetry"
@@ -39,9 +40,10 @@ type Config struct {
 	Log     telemetry.LogOptions
 	Auth    auth.Options
 	// Redis.Addrs empty selects the embedded store.
-	Redis  store.RedisOptions
-	API    httpapi.Options
-	Server server.Options
+	Redis     store.RedisOptions
+	API       httpapi.Options
+	RateLimit ratelimit.Options
+	Server    server.Options
 }
 
 // Parse reads the configuration from args and the environment. Help goes to
@@ -61,8 +63,13 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.IntVar(&c.Log.SamplingInitial, "log-sampling-initial", 100, "log sampling: of the lines with one message and level, each second keep the first N (0: keep every line)")
 	fs.IntVar(&c.Log.SamplingThereafter, "log-sampling-thereafter", 100, "log sampling: past the first lines of a second, keep every Nth")
 
-	fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", "", "file of accepted API tokens, one a line: a raw token or sha256:<hex digest>; # starts a comment; reread when it changes")
+	fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", "", "file of accepted API tokens, one a line: a raw token or sha256:<hex digest>, then optional name=, scopes=, expires=, rate=, burst=; # starts a comment; reread when it changes")
 	fs.DurationVar(&c.Auth.ReloadInterval, "auth-reload-interval", 5*time.Second, "how often the tokens file is checked for changes")
+
+	var rateDefault, rateRedisAddrs string
+	fs.StringVar(&rateDefault, "rate-limit-default", "", "rate limit of a client whose tokens-file line has no rate=: <n>/s, <n>/m or <n>/h (burst n); empty: no limit")
+	fs.DurationVar(&c.RateLimit.Timeout, "rate-limit-timeout", 100*time.Millisecond, "deadline of a rate-limit decision; past it, or when the limiter's Redis fails, the request is served unlimited (fail open)")
+	fs.StringVar(&rateRedisAddrs, "rate-limit-redis-addr", "", "Redis address(es) of the rate-limit budgets, with the store's Redis credentials and TLS settings; empty: the store's Redis, or in-process with the embedded store")
 
 	var redisAddrs, passwordFile, sentinelPasswordFile string
 	fs.StringVar(&redisAddrs, "redis-addr", "", "Redis address(es), comma-separated: one for a single node, several for a Cluster, Sentinel addresses with --redis-master-name; empty selects the embedded in-process store (not durable)")
@@ -120,12 +127,14 @@ func Parse(args []string, out io.Writer) (Config, error) {
 		}
 	}
 	c.Auth.Dev = c.Dev
-	for _, a := range strings.Split(redisAddrs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			c.Redis.Addrs = append(c.Redis.Addrs, a)
+	c.Redis.Addrs = splitAddrs(redisAddrs)
+	c.RateLimit.RedisAddrs = splitAddrs(rateRedisAddrs)
+	var err error
+	if rateDefault != "" {
+		if c.RateLimit.Default, err = auth.ParseRate(rateDefault); err != nil {
+			return Config{}, fmt.Errorf("--rate-limit-default %w", err)
 		}
 	}
-	var err error
 	if c.Redis.Password, err = secret("--redis-password-file", passwordFile, EnvRedisPassword); err != nil {
 		return Config{}, err
 	}
@@ -155,6 +164,7 @@ func (c Config) Validate() error {
 		d    time.Duration
 	}{
 		{"--auth-reload-interval", c.Auth.ReloadInterval},
+		{"--rate-limit-timeout", c.RateLimit.Timeout},
 		{"--store-timeout", c.API.StoreTimeout},
 		{"--ready-timeout", c.Server.ReadyTimeout},
 		{"--redis-dial-timeout", c.Redis.DialTimeout},
@@ -230,6 +240,17 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--log-level must be debug, info, warn or error, got %q", c.Log.Level))
 	}
 	return errors.Join(errs...)
+}
+
+// splitAddrs reads a comma-separated list of addresses.
+func splitAddrs(list string) []string {
+	var addrs []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
 }
 
 // secret reads a secret from a file named by a flag or from an environment

@@ -26,6 +26,9 @@ var allFlags = []struct{ name, def string }{
 	{"log-sampling-thereafter", "100"},
 	{"auth-tokens-file", `""`},
 	{"auth-reload-interval", "5s"},
+	{"rate-limit-default", `""`},
+	{"rate-limit-timeout", "100ms"},
+	{"rate-limit-redis-addr", `""`},
 	{"redis-addr", `""`},
 	{"redis-master-name", `""`},
 	{"redis-cluster", "false"},
@@ -117,6 +120,9 @@ func TestDefaults(t *testing.T) {
 		{"Auth.TokensFile", c.Auth.TokensFile, ""},
 		{"Auth.ReloadInterval", c.Auth.ReloadInterval, 5 * time.Second},
 		{"Auth.Dev", c.Auth.Dev, true},
+		{"RateLimit.Default (none: 1.0.0 answers)", c.RateLimit.Default.IsZero(), true},
+		{"RateLimit.Timeout", c.RateLimit.Timeout, 100 * time.Millisecond},
+		{"RateLimit.RedisAddrs", len(c.RateLimit.RedisAddrs), 0},
 		{"Log.Level", c.Log.Level, "info"},
 		{"Log.Format", c.Log.Format, "console"},
 		{"Redis.MasterName", c.Redis.MasterName, ""},
@@ -263,6 +269,11 @@ var flagCases = []struct {
 	{"auth-tokens-file", "/t", "/t2", func(c Config) string { return c.Auth.TokensFile }},
 	{"auth-reload-interval", "7s", "17s", func(c Config) string { return c.Auth.ReloadInterval.String() }},
 	{"redis-addr", "r:1", "r:2", func(c Config) string { return strings.Join(c.Redis.Addrs, ",") }},
+	{"rate-limit-default", "50/s", "7/h", func(c Config) string {
+		return strconv.Itoa(c.RateLimit.Default.Count) + map[time.Duration]string{time.Second: "/s", time.Hour: "/h"}[c.RateLimit.Default.Period]
+	}},
+	{"rate-limit-timeout", "30ms", "40ms", func(c Config) string { return c.RateLimit.Timeout.String() }},
+	{"rate-limit-redis-addr", "l:1", "l:2", func(c Config) string { return strings.Join(c.RateLimit.RedisAddrs, ",") }},
 	{"redis-master-name", "m", "m2", func(c Config) string { return c.Redis.MasterName }},
 	{"redis-cluster", "true", "false", func(c Config) string { return strconv.FormatBool(c.Redis.Cluster) }},
 	{"redis-username", "u", "u2", func(c Config) string { return c.Redis.Username }},
@@ -311,7 +322,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 			cleanEnv(t)
 			t.Setenv(envName(fc.flag), fc.value)
 			args := []string{"--version"}
-			if fc.flag == "redis-addr" { // split only past --version
+			if fc.flag == "redis-addr" || fc.flag == "rate-limit-redis-addr" || fc.flag == "rate-limit-default" { // read only past --version
 				args = []string{"--dev"}
 			}
 			c, out, err := parse(t, args...)
@@ -388,7 +399,7 @@ func TestValidation(t *testing.T) {
 	}
 	var tests []vcase
 	for _, f := range []string{
-		"auth-reload-interval", "store-timeout", "ready-timeout",
+		"auth-reload-interval", "rate-limit-timeout", "store-timeout", "ready-timeout",
 		"redis-dial-timeout", "redis-read-timeout", "redis-write-timeout",
 		"http-read-header-timeout", "http-read-timeout", "http-write-timeout", "http-idle-timeout",
 		"shutdown-timeout",
@@ -436,6 +447,12 @@ func TestValidation(t *testing.T) {
 		{"empty log level", []string{"--log-level="}, []string{"--log-level"}},
 		{"log level debug", []string{"--log-level=debug"}, nil},
 		{"log level error", []string{"--log-level=error"}, nil},
+		{"rate-limit-default per second", []string{"--rate-limit-default=50/s"}, nil},
+		{"rate-limit-default per hour", []string{"--rate-limit-default=1000/h"}, nil},
+		{"rate-limit-default zero", []string{"--rate-limit-default=0/s"}, []string{"--rate-limit-default must be <n>/s"}},
+		{"rate-limit-default negative", []string{"--rate-limit-default=-1/m"}, []string{"--rate-limit-default"}},
+		{"rate-limit-default without unit", []string{"--rate-limit-default=50"}, []string{"--rate-limit-default"}},
+		{"rate-limit-default garbage", []string{"--rate-limit-default=fast"}, []string{"--rate-limit-default"}},
 		{"several errors at once", []string{"--store-timeout=0", "--log-level=loud"}, []string{"--store-timeout", "--log-level"}},
 	}...)
 	for _, tt := range tests {
@@ -746,5 +763,16 @@ func TestNoPasswordFlag(t *testing.T) {
 	}
 	if _, _, err := parse(t, "--dev", "--redis-password", "x"); err == nil {
 		t.Error("--redis-password was accepted")
+	}
+}
+
+func TestRateLimitOptions(t *testing.T) {
+	cleanEnv(t)
+	c := mustParse(t, "--dev", "--rate-limit-default=120/m", "--rate-limit-redis-addr=a:1, b:2")
+	if c.RateLimit.Default.Count != 120 || c.RateLimit.Default.Period != time.Minute || c.RateLimit.Default.Burst != 120 {
+		t.Errorf("Default = %+v, want 120/m burst 120", c.RateLimit.Default)
+	}
+	if strings.Join(c.RateLimit.RedisAddrs, ",") != "a:1,b:2" {
+		t.Errorf("RedisAddrs = %q", c.RateLimit.RedisAddrs)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/telemetry"
@@ -15,11 +16,12 @@ import (
 type Parts struct {
 	fx.Out
 
-	Log    telemetry.LogOptions
-	Auth   auth.Options
-	Redis  store.RedisOptions
-	API    httpapi.Options
-	Server server.Options
+	Log       telemetry.LogOptions
+	Auth      auth.Options
+	Redis     store.RedisOptions
+	API       httpapi.Options
+	RateLimit ratelimit.Options
+	Server    server.Options
 }
 
 // Module provides the parts of a parsed Config.
@@ -27,7 +29,7 @@ func Module(c Config) fx.Option {
 	return fx.Module("config",
 		fx.Supply(c),
 		fx.Provide(func(c Config) Parts {
-			return Parts{Log: c.Log, Auth: c.Auth, Redis: c.Redis, API: c.API, Server: c.Server}
+			return Parts{Log: c.Log, Auth: c.Auth, Redis: c.Redis, API: c.API, RateLimit: c.RateLimit, Server: c.Server}
 		}),
 	)
 }

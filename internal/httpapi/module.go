@@ -24,6 +24,7 @@ type Params struct {
 	Tracing      *telemetry.Tracing
 	Authenticate func(http.Handler) http.Handler                  `name:"authenticate"`
 	Authorize    func(auth.Scope) func(http.Handler) http.Handler `name:"authorize"`
+	Limit        func(http.Handler) http.Handler                  `name:"ratelimit"`
 }
 
 // Result is the API's root handler, named for the server module.
@@ -52,6 +53,7 @@ func New(p Params) (Result, error) {
 		OpenAPI:      NewOpenAPIHandler(api.OpenAPI),
 		Authenticate: p.Authenticate,
 		Authorize:    p.Authorize,
+		Limit:        p.Limit,
 	})
 	return Result{Handler: in.Wrap(router)}, nil
 }

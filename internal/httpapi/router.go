@@ -22,6 +22,9 @@ type RouterParams struct {
 	// Authorize returns the middleware that requires a scope of the
 	// authenticated client; nil is auth.Require without telemetry.
 	Authorize func(auth.Scope) func(http.Handler) http.Handler
+	// Limit holds each client to its rate limit (after the scope check, so
+	// that a refused request costs no budget); nil for none.
+	Limit func(http.Handler) http.Handler
 }
 
 // NewRouter builds the API's routes. Unknown paths and methods answer with
@@ -45,10 +48,15 @@ func NewRouter(p RouterParams) *mux.Router {
 	if authorize == nil {
 		authorize = func(s auth.Scope) func(http.Handler) http.Handler { return auth.Require(s, nil) }
 	}
+	limit := p.Limit
+	if limit == nil {
+		limit = func(h http.Handler) http.Handler { return h }
+	}
 	// Each operation names the scope it needs, here beside its route
-	// (api/openapi.yaml declares the same): authentication, then the scope.
+	// (api/openapi.yaml declares the same): authentication, the scope, then
+	// the client's rate limit.
 	guard := func(scope auth.Scope, h http.Handler) http.Handler {
-		return p.Authenticate(authorize(scope)(h))
+		return p.Authenticate(authorize(scope)(limit(h)))
 	}
 	r.Handle("/plants", guard(auth.ScopeRead, p.ListPlants)).Methods(http.MethodGet).Name("/plants")
 	r.Handle("/plants", guard(auth.ScopeWrite, p.CreatePlant)).Methods(http.MethodPost).Name("/plants")
