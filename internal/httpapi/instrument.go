@@ -30,10 +30,16 @@ import (
 // random paths cannot grow the number of series.
 const RouteUnmatched = "unmatched"
 
+// ClientUnauthenticated is the client label of requests without an
+// authenticated client (refused credentials, /openapi.yaml, unknown paths).
+const ClientUnauthenticated = "unauthenticated"
+
 // Instrumentation observes every request three ways: a server span, RED
-// metrics labelled by route template, and one access-log line.
+// metrics labelled by route template (and a request count by client), and
+// one access-log line.
 type Instrumentation struct {
 	duration   *prometheus.HistogramVec
+	requests   *prometheus.CounterVec
 	buckets    []float64
 	inFlight   prometheus.Gauge
 	access     *zap.Logger
@@ -66,6 +72,10 @@ func NewInstrumentation(reg prometheus.Registerer, tp trace.TracerProvider, prop
 			NativeHistogramMaxBucketNumber:  160,
 			NativeHistogramMinResetDuration: time.Hour,
 		}, []string{"method", "route", "code"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "plantstore", Subsystem: "http", Name: "requests_total",
+			Help: "API requests by method, route template, status code and client: the name= of the token's line in the tokens file, \"unnamed\" without one, \"unauthenticated\" without an accepted token.",
+		}, []string{"method", "route", "code", "client"}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "plantstore", Subsystem: "http", Name: "requests_in_flight",
 			Help: "Requests being served now.",
@@ -79,7 +89,7 @@ func NewInstrumentation(reg prometheus.Registerer, tp trace.TracerProvider, prop
 		tracer:     tp,
 		propagator: prop,
 	}
-	for _, c := range []prometheus.Collector{in.duration, in.inFlight} {
+	for _, c := range []prometheus.Collector{in.duration, in.requests, in.inFlight} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -114,20 +124,26 @@ func (in *Instrumentation) Wrap(next http.Handler) http.Handler {
 		elapsed := end.Sub(start)
 
 		sc := span.SpanContext()
-		s := in.seriesOf(method, x.info.route, statusLabel(x.rec.status))
+		client := x.info.client
+		if client == "" {
+			client = ClientUnauthenticated
+		}
+		s := in.seriesOf(method, x.info.route, statusLabel(x.rec.status), client)
+		s.requests.Inc()
 		if span.IsRecording() {
-			annotate(span, r, method, x.info.route, s.spanName, &x.rec)
+			annotate(span, r, method, x.info.route, s.spanName, x.info.client, &x.rec)
 		}
 		in.observe(s, end, elapsed, sc)
-		in.logAccess(r, x, elapsed, sc)
+		in.logAccess(r, x, client, elapsed, sc)
 	})
 }
 
 // series is one child of the duration histogram, with what a request of its
 // labels needs beyond the observer.
 type series struct {
-	obs prometheus.Observer
-	ex  prometheus.ExemplarObserver // nil if obs keeps no exemplars
+	obs      prometheus.Observer
+	requests prometheus.Counter
+	ex       prometheus.ExemplarObserver // nil if obs keeps no exemplars
 	// lastExemplar is, per classic bucket (+Inf last), when it last got an
 	// exemplar, in Unix nanoseconds.
 	lastExemplar []atomic.Int64
@@ -135,18 +151,20 @@ type series struct {
 	spanName string
 }
 
-type seriesKey struct{ method, route, code string }
+type seriesKey struct{ method, route, code, client string }
 
 // seriesOf returns the series of the labels, making it on first use. The
 // labels are bounded (methodLabel, the route templates and RouteUnmatched,
-// the statuses the API sends), so the cache is too.
-func (in *Instrumentation) seriesOf(method, route, code string) *series {
-	key := seriesKey{method, route, code}
+// the statuses the API sends, the client names of the tokens file), so the
+// cache is too.
+func (in *Instrumentation) seriesOf(method, route, code, client string) *series {
+	key := seriesKey{method, route, code, client}
 	if s, ok := in.series.Load(key); ok {
 		return s.(*series)
 	}
 	s := &series{
 		obs:          in.duration.WithLabelValues(method, route, code),
+		requests:     in.requests.WithLabelValues(method, route, code, client),
 		lastExemplar: make([]atomic.Int64, len(in.buckets)+1),
 		spanName:     method + " " + route,
 	}
@@ -205,8 +223,8 @@ func newExchange(w http.ResponseWriter, incoming []string) *exchange {
 // annotate names a recording span by route and gives it the HTTP server
 // semantic-convention attributes, in one call (each call takes the span's
 // lock); a 5xx marks it as an error.
-func annotate(span trace.Span, r *http.Request, method, route, name string, rec *responseRecorder) {
-	var buf [13]attribute.KeyValue // enough for every attribute below: no allocation for the slice
+func annotate(span trace.Span, r *http.Request, method, route, name, client string, rec *responseRecorder) {
+	var buf [14]attribute.KeyValue // enough for every attribute below: no allocation for the slice
 	attrs := append(buf[:0],
 		semconv.HTTPRequestMethodKey.String(method),
 		semconv.URLPath(r.URL.Path),
@@ -222,6 +240,9 @@ func annotate(span trace.Span, r *http.Request, method, route, name string, rec 
 	}
 	if method == "OTHER" {
 		attrs = append(attrs, semconv.HTTPRequestMethodOriginal(truncate(r.Method, 32)))
+	}
+	if client != "" {
+		attrs = append(attrs, semconv.EnduserID(client))
 	}
 	if host, port, err := net.SplitHostPort(r.Host); err == nil {
 		attrs = append(attrs, semconv.ServerAddress(host))
@@ -242,7 +263,7 @@ func annotate(span trace.Span, r *http.Request, method, route, name string, rec 
 
 // logAccess writes the request's access-log line: error level for a 5xx,
 // info otherwise.
-func (in *Instrumentation) logAccess(r *http.Request, x *exchange, elapsed time.Duration, sc trace.SpanContext) {
+func (in *Instrumentation) logAccess(r *http.Request, x *exchange, client string, elapsed time.Duration, sc trace.SpanContext) {
 	level := zapcore.InfoLevel
 	if x.rec.status >= 500 {
 		level = zapcore.ErrorLevel
@@ -257,6 +278,7 @@ func (in *Instrumentation) logAccess(r *http.Request, x *exchange, elapsed time.
 			zap.Int64("bytes", x.rec.bytes),
 			zap.String("remote_addr", r.RemoteAddr),
 			zap.String("user_agent", truncate(r.UserAgent(), 256)),
+			zap.String("client", client),
 			zap.String("request_id", x.info.id),
 			zap.String("trace_id", x.hexTraceID(sc)),
 			zap.String("span_id", x.hexSpanID(sc)),
@@ -293,10 +315,12 @@ func hexInto(buf, id []byte) string {
 }
 
 // requestInfo travels down the handler chain in the context: the router
-// fills in the route, handlers read the request id for their own logs.
+// fills in the route and the authenticated client's name, handlers read the
+// request id for their own logs.
 type requestInfo struct {
-	route string
-	id    string
+	route  string
+	client string
+	id     string
 }
 
 type requestInfoKey struct{}
@@ -310,6 +334,14 @@ func infoFrom(ctx context.Context) *requestInfo {
 func setRoute(ctx context.Context, route string) {
 	if info := infoFrom(ctx); info != nil {
 		info.route = route
+	}
+}
+
+// setClient records the authenticated client's name for the
+// instrumentation.
+func setClient(ctx context.Context, name string) {
+	if info := infoFrom(ctx); info != nil {
+		info.client = name
 	}
 }
 
@@ -369,6 +401,10 @@ func statusLabel(code int) string {
 		return "413"
 	case 415:
 		return "415"
+	case 403:
+		return "403"
+	case 429:
+		return "429"
 	case 500:
 		return "500"
 	case 503:

@@ -56,7 +56,7 @@ func NewRouter(p RouterParams) *mux.Router {
 	// (api/openapi.yaml declares the same): authentication, the scope, then
 	// the client's rate limit.
 	guard := func(scope auth.Scope, h http.Handler) http.Handler {
-		return p.Authenticate(authorize(scope)(limit(h)))
+		return p.Authenticate(identify(authorize(scope)(limit(h))))
 	}
 	r.Handle("/plants", guard(auth.ScopeRead, p.ListPlants)).Methods(http.MethodGet).Name("/plants")
 	r.Handle("/plants", guard(auth.ScopeWrite, p.CreatePlant)).Methods(http.MethodPost).Name("/plants")
@@ -75,6 +75,17 @@ func NewRouter(p RouterParams) *mux.Router {
 			"method "+req.Method+" is not allowed on this path; allowed: "+strings.Join(allowed, ", ")))
 	})
 	return r
+}
+
+// identify tells the instrumentation who the authenticated client is, for
+// the access log, the span and the client label.
+func identify(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := auth.ClientFrom(r.Context()); c != nil {
+			setClient(r.Context(), c.Name)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // allowedMethods lists the methods the router would accept for the request's
