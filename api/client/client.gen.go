@@ -113,6 +113,9 @@ type BadRequest = Error
 // Conflict The body of every failure response; both fields are always present.
 type Conflict = Error
 
+// Forbidden The body of every failure response; both fields are always present.
+type Forbidden = Error
+
 // InternalError The body of every failure response; both fields are always present.
 type InternalError = Error
 
@@ -127,6 +130,9 @@ type PlantNotFound = Error
 
 // ServiceUnavailable The body of every failure response; both fields are always present.
 type ServiceUnavailable = Error
+
+// TooManyRequests The body of every failure response; both fields are always present.
+type TooManyRequests = Error
 
 // Unauthorized The body of every failure response; both fields are always present.
 type Unauthorized = Error
@@ -533,7 +539,9 @@ type ListPlantsResponse struct {
 	JSON200      *[]StoredPlant
 	JSON400      *BadListQuery
 	JSON401      *Unauthorized
+	JSON403      *Forbidden
 	JSON405      *MethodNotAllowed
+	JSON429      *TooManyRequests
 	JSON500      *InternalError
 	JSON503      *ServiceUnavailable
 }
@@ -560,10 +568,12 @@ type CreatePlantResponse struct {
 	JSON200      *Plant
 	JSON400      *BadRequest
 	JSON401      *Unauthorized
+	JSON403      *Forbidden
 	JSON405      *MethodNotAllowed
 	JSON409      *Conflict
 	JSON413      *PayloadTooLarge
 	JSON415      *UnsupportedMediaType
+	JSON429      *TooManyRequests
 	JSON500      *InternalError
 	JSON503      *ServiceUnavailable
 }
@@ -589,8 +599,10 @@ type DeletePlantResponse struct {
 	HTTPResponse *http.Response
 	JSON400      *BadPlantID
 	JSON401      *Unauthorized
+	JSON403      *Forbidden
 	JSON404      *PlantNotFound
 	JSON405      *MethodNotAllowed
+	JSON429      *TooManyRequests
 	JSON500      *InternalError
 	JSON503      *ServiceUnavailable
 }
@@ -617,8 +629,10 @@ type GetPlantResponse struct {
 	JSON200      *StoredPlant
 	JSON400      *BadPlantID
 	JSON401      *Unauthorized
+	JSON403      *Forbidden
 	JSON404      *PlantNotFound
 	JSON405      *MethodNotAllowed
+	JSON429      *TooManyRequests
 	JSON500      *InternalError
 	JSON503      *ServiceUnavailable
 }
@@ -718,12 +732,26 @@ func ParseListPlantsResponse(rsp *http.Response) (*ListPlantsResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -779,6 +807,13 @@ func ParseCreatePlantResponse(rsp *http.Response) (*CreatePlantResponse, error) 
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
 		var dest MethodNotAllowed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -806,6 +841,13 @@ func ParseCreatePlantResponse(rsp *http.Response) (*CreatePlantResponse, error) 
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -854,6 +896,13 @@ func ParseDeletePlantResponse(rsp *http.Response) (*DeletePlantResponse, error) 
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest PlantNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -867,6 +916,13 @@ func ParseDeletePlantResponse(rsp *http.Response) (*DeletePlantResponse, error) 
 			return nil, err
 		}
 		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -922,6 +978,13 @@ func ParseGetPlantResponse(rsp *http.Response) (*GetPlantResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest PlantNotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -935,6 +998,13 @@ func ParseGetPlantResponse(rsp *http.Response) (*GetPlantResponse, error) {
 			return nil, err
 		}
 		response.JSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

@@ -17,6 +17,8 @@ const (
 	CodeConflict            int32 = 40901 // the id is taken by a different plant
 	CodePlantNotFound       int32 = 40402 // no plant has that id
 	CodeTokenNotAccepted    int32 = 40102 // the token is unknown or expired
+	CodeInsufficientScope   int32 = 40301 // the token lacks the scope (plants:read, plants:write) the operation needs
+	CodeRateLimited         int32 = 42901 // the client's rate limit is exhausted; retry after Retry-After
 	CodeStoreUnavailable    int32 = 50301 // the store did not answer in time; retry after Retry-After
 	CodeInvalidPageLimit    int32 = 40008 // limit not from 1 to 100
 	CodeCursorNotRecognised int32 = 40009 // a cursor the service did not issue

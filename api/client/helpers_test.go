@@ -69,6 +69,15 @@ func unavailable(retryAfter string) http.HandlerFunc {
 	return reply(503, `{"error":50301,"message":"store unavailable; retry later"}`, "Retry-After", retryAfter)
 }
 
+// rateLimited is the service's 429.
+func rateLimited(retryAfter string) http.HandlerFunc {
+	const body = `{"error":42901,"message":"rate limit of 10 requests per second exhausted; retry after Retry-After seconds"}`
+	if retryAfter == "" {
+		return reply(429, body)
+	}
+	return reply(429, body, "Retry-After", retryAfter)
+}
+
 // cutOff reads the request and closes the connection without an answer:
 // the request reached the service, the reply was lost.
 func cutOff(w http.ResponseWriter, _ *http.Request) {

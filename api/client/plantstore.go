@@ -23,11 +23,13 @@
 // request, and a request whose body cannot be replayed, gets one attempt.
 //
 // A retryable request is retried after a 503 (the store did not answer in
-// time) and after a connection error (refused, reset, a reply cut off or
-// timed out), never after any other answer: a 4xx will not change by being
-// repeated, and a 500 is a bug. Waits: the answer's Retry-After when it has
-// one (a 503 asking for more than the client's maximum is returned at once);
-// otherwise exponential backoff with jitter. Attempts are bounded (4 by
+// time), after a 429 that has a Retry-After (the client's rate limit; the
+// request was not served) and after a connection error (refused, reset, a
+// reply cut off or timed out), never after any other answer: another 4xx
+// will not change by being repeated, and a 500 is a bug. Waits: the
+// answer's Retry-After when it has one (an answer asking for more than the
+// client's maximum is returned at once); otherwise exponential backoff with
+// jitter. Attempts are bounded (4 by
 // default), and a cancelled or expired context stops the retries at once:
 // the client does not start a wait that would end after the context's
 // deadline.
@@ -84,8 +86,9 @@ func WithBackoff(base, ceiling time.Duration) Option {
 }
 
 // WithMaxRetryAfter sets the longest Retry-After the client waits for
-// before retrying (default 10s). A 503 asking for a longer wait is returned
-// at once, as an *APIError with RetryAfter set, for the caller to decide.
+// before retrying (default 10s). A 503 or 429 asking for a longer wait is
+// returned at once, as an *APIError with RetryAfter set, for the caller to
+// decide.
 func WithMaxRetryAfter(d time.Duration) Option {
 	return func(c *PlantStore) { c.retry.maxRetryAfter = d }
 }

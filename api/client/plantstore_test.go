@@ -157,6 +157,14 @@ func TestRetries(t *testing.T) {
 			waits: []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond}},
 		{name: "an error that will not pass is not retried", op: getOp, failures: []error{errPermanent},
 			script: []http.HandlerFunc{ok}, attempts: 0, err: errPermanent},
+		{name: "429 with Retry-After, then 200", op: listOp,
+			script: []http.HandlerFunc{rateLimited("2"), ok}, attempts: 2, waits: []time.Duration{2 * time.Second}},
+		{name: "429 without Retry-After is not retried", op: getOp,
+			script: []http.HandlerFunc{rateLimited(""), ok}, attempts: 1, code: 42901},
+		{name: "429 beyond the maximum wait: returned at once", op: createOp,
+			script: []http.HandlerFunc{rateLimited("60"), ok}, attempts: 1, code: 42901},
+		{name: "403 is not retried", op: deleteOp,
+			script: []http.HandlerFunc{reply(403, `{"error":40301,"message":"scope"}`), ok}, attempts: 1, code: 40301},
 		{name: "404 is not retried", op: getOp, script: []http.HandlerFunc{notFound, ok}, attempts: 1, code: 40402},
 		{name: "409 is not retried", op: createOp,
 			script: []http.HandlerFunc{reply(409, `{"error":40901,"message":"id: 10 is already taken by a different plant"}`), ok}, attempts: 1, code: 40901},
@@ -174,6 +182,9 @@ func TestRetries(t *testing.T) {
 			attempts: 2, waits: []time.Duration{50 * time.Millisecond}},
 		{name: "DELETE: connection refused, then 404: not found", op: deleteOp, failures: []error{refusedErr(t)},
 			script: []http.HandlerFunc{notFound}, attempts: 1, waits: []time.Duration{50 * time.Millisecond}, code: 40402},
+		// A 429 is answered before the request is served: the DELETE did not happen.
+		{name: "DELETE: 429, then 404: not found", op: deleteOp, script: []http.HandlerFunc{rateLimited("1"), notFound},
+			attempts: 2, waits: []time.Duration{time.Second}, code: 40402},
 		{name: "DELETE: 404 on the first attempt: not found", op: deleteOp, script: []http.HandlerFunc{notFound}, attempts: 1, code: 40402},
 	}
 	for _, tc := range cases {

@@ -97,7 +97,7 @@ func (c *PlantStore) send(req *http.Request) (resp *http.Response, uncertain boo
 			}
 			uncertain = uncertain || !refused(err)
 			wait = c.retry.backoff(attempt)
-		case resp.StatusCode == http.StatusServiceUnavailable:
+		case resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusTooManyRequests:
 			if !retryable || attempt >= c.retry.attempts {
 				return resp, uncertain, nil
 			}
@@ -108,11 +108,15 @@ func (c *PlantStore) send(req *http.Request) (resp *http.Response, uncertain boo
 				// Honour the service's wait, plus a little jitter so that
 				// the clients it turned away do not return in step.
 				wait = d + time.Duration(c.retry.jitter()*float64(c.retry.base))
+			} else if resp.StatusCode == http.StatusTooManyRequests {
+				return resp, uncertain, nil // no say when: the caller decides
 			} else {
 				wait = c.retry.backoff(attempt)
 			}
 			drain(resp.Body)
-			uncertain = true
+			// A 503 may come from a store that timed out after writing; a
+			// 429 is answered before the request is served.
+			uncertain = uncertain || resp.StatusCode == http.StatusServiceUnavailable
 		default:
 			return resp, uncertain, nil
 		}
