@@ -271,3 +271,40 @@ func TestClientRetriesThroughARedisOutage(t *testing.T) {
 		}
 	})
 }
+
+// TestClientWaitsOutTheRateLimit: over its rate the client is answered 429
+// with Retry-After; the client waits as told and every call succeeds, and a
+// client without retries gets the 429 as an *APIError carrying the wait.
+func TestClientWaitsOutTheRateLimit(t *testing.T) {
+	s := startService(t, options{Extra: []string{"--rate-limit-default", "2/s"}})
+	ctx := t.Context()
+	d := newWatchingDoer()
+	c := newPlantStore(t, s, psclient.WithHTTPDoer(d), psclient.WithRetries(10))
+	if _, err := c.CreatePlant(ctx, psclient.NewPlant{Id: 1, Name: "limited"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := c.GetPlant(ctx, 1); err != nil {
+			t.Fatalf("get %d: %v (answers %v)", i, err, d.Statuses())
+		}
+	}
+	if got := d.Statuses(); !slices.Contains(got, 429) {
+		t.Fatalf("answers %v: 7 calls at 2/s were never limited", got)
+	}
+
+	once := newPlantStore(t, s, psclient.WithRetries(1))
+	var e *psclient.APIError
+	for range 5 {
+		_, err := once.GetPlant(ctx, 1)
+		if err != nil {
+			e = apiError(t, err, 429, psclient.CodeRateLimited)
+			break
+		}
+	}
+	if e == nil {
+		t.Fatal("5 calls without a wait at 2/s were never limited")
+	}
+	if e.RetryAfter < time.Second {
+		t.Fatalf("RetryAfter %v, want the service's whole seconds", e.RetryAfter)
+	}
+}
