@@ -120,7 +120,7 @@ func (r *FileReloader) reload() {
 	set, err := ParseTokens(bytes.NewReader(data), time.Now())
 	if err != nil {
 		r.failedSum, r.lastFailure = sum, err.Error()
-		r.log.Error("auth tokens file refused as a whole; keeping the last good tokens in force",
+		r.log.Error("auth tokens file no longer parses; refused as a whole, the last good tokens stay in force",
 			zap.String("path", r.path), zap.Error(err))
 		r.observe(err)
 		return

@@ -214,7 +214,7 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 
 	t.Run("auth failures by reason", func(t *testing.T) {
 		got := byLabel(t, family(t, families, "plantstore_auth_failures_total", dto.MetricType_COUNTER), "reason")
-		want := map[string]float64{"missing": 1, "malformed": 1, "rejected": 2}
+		want := map[string]float64{"missing": 1, "malformed": 1, "rejected": 2, "expired": 0, "insufficient_scope": 0}
 		if !maps.Equal(got, want) {
 			t.Errorf("plantstore_auth_failures_total:\n%s\nwant:\n%s", formatCounts(got), formatCounts(want))
 		}
