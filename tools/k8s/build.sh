@@ -7,6 +7,8 @@
 #   tools/k8s/build.sh TOOL...    TOOL: helm kubeconform kubectl kube-apiserver
 #                                 kube-controller-manager kube-scheduler kubelet
 #                                 kube-proxy coredns metrics-server skaffold kube-router
+#                                 prometheus prometheus-operator
+#                                 prometheus-config-reloader
 #
 # Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
 set -euo pipefail
@@ -34,12 +36,17 @@ LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 LDFLAGS+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=31"
 LDFLAGS+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=31"
 LDFLAGS+=" -X main.version=$KUBECONFORM_VERSION" # kubeconform; no other tool here has main.version
-# Tools in modules of their own: directory and package.
+# Tools in modules of their own: directory and package; then, for those that
+# run in an image FROM scratch, "static" (no cgo) and link flags of their own
+# (the version stamp their releases carry; keep it in step with the go.mod).
 declare -A OWN=(
   [coredns]="coredns ."
   [metrics-server]="metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server"
   [skaffold]="skaffold github.com/GoogleContainerTools/skaffold/v2/cmd/skaffold"
   [kube-router]="kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"
+  [prometheus]="prometheus github.com/prometheus/prometheus/cmd/prometheus static -X github.com/prometheus/common/version.Version=3.5.0"
+  [prometheus-operator]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/operator static -X github.com/prometheus/common/version.Version=0.85.0"
+  [prometheus-config-reloader]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader static -X github.com/prometheus/common/version.Version=0.85.0"
 )
 key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
 BIN=$CACHE/bin/$key
@@ -47,8 +54,9 @@ mkdir -p "$BIN" "$CACHE/own"
 # A tool in a module of its own is cached by that module's files alone (a
 # new such module does not rebuild the others) and linked into BIN.
 own_path() {
-  local dir=$1
-  echo "$CACHE/own/$2-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "$MOD/$dir"/*.go 2>/dev/null; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)"
+  local dir=$1 _ flags
+  read -r _ _ flags <<<"${OWN[$2]}"
+  echo "$CACHE/own/$2-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "$MOD/$dir"/*.go 2>/dev/null; echo "$LDFLAGS"; [[ -z $flags ]] || echo "$flags"; go env GOVERSION; } | sha256sum | cut -c1-16)"
 }
 
 # Concurrent runs share the cache: build under a lock.
@@ -75,11 +83,13 @@ if ((${#missing[@]})); then
   echo "build: done in $((SECONDS - t0))s" >&2
 fi
 for t in "${own[@]}"; do
-  read -r dir pkg <<<"${OWN[$t]}"
+  read -r dir pkg static flags <<<"${OWN[$t]}"
   t0=$SECONDS
   echo "build: $t (tools/k8s/$dir)" >&2
   out=$(own_path "$dir" "$t")
-  (cd "$MOD/$dir" && go build -trimpath -ldflags "$LDFLAGS" -o "$out/$t" "$pkg") >&2
+  cgo=$(go env CGO_ENABLED)
+  [[ $static != static ]] || cgo=0
+  (cd "$MOD/$dir" && CGO_ENABLED=$cgo go build -trimpath -ldflags "$LDFLAGS $flags" -o "$out/$t" "$pkg") >&2
   ln -sfn "$out/$t" "$BIN/$t"
   echo "build: done in $((SECONDS - t0))s" >&2
 done
