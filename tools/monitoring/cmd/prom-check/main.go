@@ -1,0 +1,566 @@
+// Command prom-check asks a real Prometheus whether plantstore's dashboard
+// and rules work on the data it scraped: the test cluster's Prometheus
+// scenario (tools/k8s/cluster-test.d/60-prometheus.sh) runs it against the
+// Prometheus the Prometheus Operator made from the chart's ServiceMonitor
+// and PrometheusRule.
+//
+// It checks, printing one PASS or FAIL line each (details indented):
+//   - the dashboard's variables have values (job, instance);
+//   - every target of every panel, its Grafana variables filled in as
+//     Grafana would (instance = All), returns data over the time range;
+//   - every group and rule of the rules file is loaded, evaluates without
+//     error, every recording rule's series has data and every alerting
+//     rule's expression evaluates;
+//
+// and with -dump writes the series of the dashboard's main panels over the
+// range as JSON, for dashboard-png to draw.
+//
+//	prom-check -prometheus http://127.0.0.1:9090 -rules prometheus-rules.yaml \
+//	  -dashboard grafana-dashboard.json -start 1700000000 [-end ...] [-dump panels.json]
+//
+// It exits 1 when a check failed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plantstore/plantstore/tools/monitoring"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.prometheus, "prometheus", "", "base URL of the Prometheus API")
+	flag.StringVar(&o.rules, "rules", "", "the rules file (charts/plantstore/files/prometheus-rules.yaml)")
+	flag.StringVar(&o.dashboard, "dashboard", "", "the dashboard (charts/plantstore/files/grafana-dashboard.json)")
+	start := flag.Int64("start", 0, "start of the dashboard's time range, Unix seconds")
+	end := flag.Int64("end", 0, "end of the time range, Unix seconds (default now)")
+	flag.DurationVar(&o.step, "step", 5*time.Second, "resolution of the range queries ($__interval)")
+	flag.StringVar(&o.rateInterval, "rate-interval", "1m", "$__rate_interval (Grafana: 4 scrape intervals of the data source, 15 s by default)")
+	flag.StringVar(&o.dump, "dump", "", "write the main panels' series to this JSON file")
+	flag.Parse()
+	if o.prometheus == "" || o.rules == "" || o.dashboard == "" || *start == 0 {
+		fmt.Fprintln(os.Stderr, "prom-check: -prometheus, -rules, -dashboard and -start are required")
+		os.Exit(2)
+	}
+	o.start = time.Unix(*start, 0)
+	o.end = time.Now()
+	if *end != 0 {
+		o.end = time.Unix(*end, 0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := &checker{api: &api{base: strings.TrimRight(o.prometheus, "/"), http: &http.Client{Timeout: 30 * time.Second}}, o: o}
+	if err := c.run(ctx); err != nil {
+		fmt.Println("FAIL  prom-check:", err)
+		os.Exit(1)
+	}
+	if c.failed > 0 {
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	prometheus, rules, dashboard, dump string
+	start, end                         time.Time
+	step                               time.Duration
+	rateInterval                       string
+}
+
+type checker struct {
+	api    *api
+	o      options
+	failed int
+}
+
+func (c *checker) pass(format string, args ...any) { fmt.Printf("PASS  "+format+"\n", args...) }
+func (c *checker) fail(format string, args ...any) {
+	c.failed++
+	fmt.Printf("FAIL  "+format+"\n", args...)
+}
+func detail(format string, args ...any) { fmt.Printf("      "+format+"\n", args...) }
+
+func (c *checker) run(ctx context.Context) error {
+	d, err := monitoring.LoadDashboard(c.o.dashboard)
+	if err != nil {
+		return err
+	}
+	rules, err := monitoring.LoadRules(c.o.rules)
+	if err != nil {
+		return err
+	}
+	values, err := c.variables(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.panels(ctx, d, values); err != nil {
+		return err
+	}
+	if err := c.rules(ctx, rules); err != nil {
+		return err
+	}
+	if c.o.dump != "" {
+		return c.dumpPanels(ctx, values)
+	}
+	return nil
+}
+
+// variables resolves the dashboard's job and instance variables as Grafana
+// would from label_values(plantstore_build_info, ...), and returns the
+// values of every variable the targets use.
+func (c *checker) variables(ctx context.Context) (map[string]string, error) {
+	jobs, err := c.api.labelValues(ctx, "job", "plantstore_build_info")
+	if err != nil {
+		return nil, err
+	}
+	instances, err := c.api.labelValues(ctx, "instance", `plantstore_build_info{job=~"plantstore"}`)
+	if err != nil {
+		return nil, err
+	}
+	if contains(jobs, "plantstore") && len(instances) > 0 {
+		c.pass("dashboard variables: job %v has plantstore; instance has %d value(s) %v", jobs, len(instances), instances)
+	} else {
+		c.fail("dashboard variables: job %v (want plantstore among them), instance %v (want at least one)", jobs, instances)
+	}
+	values := map[string]string{}
+	for k, v := range monitoring.GrafanaValues {
+		values[k] = v
+	}
+	values["job"] = "plantstore"
+	values["instance"] = allRegex(instances)
+	values["__rate_interval"] = c.o.rateInterval
+	values["__interval"] = c.o.step.String()
+	values["__interval_ms"] = strconv.FormatInt(c.o.step.Milliseconds(), 10)
+	rng := c.o.end.Sub(c.o.start).Round(time.Second)
+	values["__range"] = strconv.Itoa(int(rng.Seconds())) + "s"
+	values["__range_s"] = strconv.Itoa(int(rng.Seconds()))
+	values["__range_ms"] = strconv.FormatInt(rng.Milliseconds(), 10)
+	return values, nil
+}
+
+// allRegex is what Grafana puts for a multi-value variable set to All
+// (without a custom all value): the values, regex-escaped, as alternatives.
+// The backslashes are doubled because the value lands in a PromQL string.
+func allRegex(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = strings.ReplaceAll(regexp.QuoteMeta(v), `\`, `\\`)
+	}
+	return "(" + strings.Join(quoted, "|") + ")"
+}
+
+// panels runs every target of every panel over the time range.
+func (c *checker) panels(ctx context.Context, d monitoring.Dashboard, values map[string]string) error {
+	exprs := d.Expressions()
+	var empty []string
+	for _, e := range exprs {
+		text, err := monitoring.SubstituteGrafanaVariables(e.Text, values)
+		if err != nil {
+			empty = append(empty, fmt.Sprintf("%s: %v", e.Where, err))
+			continue
+		}
+		m, err := c.api.queryRange(ctx, text, c.o.start, c.o.end, c.o.step)
+		if err != nil {
+			empty = append(empty, fmt.Sprintf("%s: %v", e.Where, err))
+			continue
+		}
+		points := 0
+		for _, s := range m {
+			points += len(s.Values) + len(s.Histograms)
+		}
+		if points == 0 {
+			empty = append(empty, fmt.Sprintf("%s: no data\n        %s", e.Where, text))
+			continue
+		}
+		detail("%-75.75s %3d series %5d points", e.Where, len(m), points)
+	}
+	if len(empty) == 0 {
+		c.pass("dashboard: all %d targets of %d panels return data over %s (variables filled in as Grafana does, instance = All)",
+			len(exprs), len(d.AllPanels()), c.o.end.Sub(c.o.start).Round(time.Second))
+	} else {
+		c.fail("dashboard: %d of %d targets return no data", len(empty), len(exprs))
+		for _, e := range empty {
+			detail("%s", e)
+		}
+	}
+	return nil
+}
+
+// rules compares the loaded rules with the file, and evaluates them.
+func (c *checker) rules(ctx context.Context, file monitoring.Rules) error {
+	groups, err := c.api.rules(ctx)
+	if err != nil {
+		return err
+	}
+	loaded := map[string]ruleState{}
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			loaded[r.Name] = r
+		}
+	}
+	var missing, unhealthy []string
+	for _, name := range append(append([]string{}, file.Recorded...), file.Alerts...) {
+		r, ok := loaded[name]
+		switch {
+		case !ok:
+			missing = append(missing, name)
+		case r.Health != "ok" || r.LastError != "":
+			unhealthy = append(unhealthy, fmt.Sprintf("%s: health %q %s", name, r.Health, r.LastError))
+		}
+	}
+	if len(missing) == 0 && len(unhealthy) == 0 {
+		c.pass("rules: the %d recording and %d alerting rules of the file are loaded (%d groups) and evaluate with health ok",
+			len(file.Recorded), len(file.Alerts), len(groups))
+	} else {
+		c.fail("rules: %d missing %v, %d unhealthy", len(missing), missing, len(unhealthy))
+		for _, u := range unhealthy {
+			detail("%s", u)
+		}
+	}
+
+	var noData []string
+	for _, name := range file.Recorded {
+		m, err := c.api.queryRange(ctx, name, c.o.start, c.o.end, c.o.step)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, s := range m {
+			n += len(s.Values)
+		}
+		if n == 0 {
+			noData = append(noData, name)
+		} else {
+			detail("%-60s %d points, last %s", name, n, last(m))
+		}
+	}
+	if len(noData) == 0 {
+		c.pass("recording rules: all %d recorded series have data", len(file.Recorded))
+	} else {
+		c.fail("recording rules without data: %v", noData)
+	}
+
+	var bad []string
+	states := map[string]string{}
+	for _, e := range file.Expressions {
+		if !strings.Contains(e.Where, "(alert ") {
+			continue
+		}
+		if _, err := c.api.query(ctx, e.Text, c.o.end); err != nil {
+			bad = append(bad, fmt.Sprintf("%s: %v", e.Where, err))
+		}
+	}
+	for _, name := range file.Alerts {
+		states[name] = loaded[name].State
+	}
+	if len(bad) == 0 {
+		c.pass("alerting rules: all %d expressions evaluate on the real data (states now: %v)", len(file.Alerts), states)
+	} else {
+		c.fail("alerting rules whose expression does not evaluate: %d", len(bad))
+		for _, b := range bad {
+			detail("%s", b)
+		}
+	}
+	return nil
+}
+
+func last(m []series) string {
+	for _, s := range m {
+		if len(s.Values) > 0 {
+			return fmt.Sprint(s.Values[len(s.Values)-1][1])
+		}
+	}
+	return "none"
+}
+
+// mainPanels are the panels drawn into docs/dashboard-on-cluster.png, by
+// title, with the legends of the targets to draw (empty: all).
+var mainPanels = []struct {
+	title   string
+	targets []string
+}{
+	{"Availability (non-5xx share, known routes)", nil},
+	{"Plant requests within 100 ms", nil},
+	{"Request rate by route and code", nil},
+	{"Request latency p50 / p90 / p99 by route", []string{"C"}},
+	{"5xx ratio by code", nil},
+	{"Store operations by outcome", nil},
+	{"Store operation latency p99 by operation", nil},
+}
+
+// Dump is what -dump writes: the main panels' series over the range.
+type Dump struct {
+	Start, End time.Time
+	Panels     []DumpPanel
+}
+
+// DumpPanel is one panel: a time series, or a stat (one value).
+type DumpPanel struct {
+	Title  string
+	Type   string
+	Unit   string
+	Stat   *float64     `json:",omitempty"`
+	Series []DumpSeries `json:",omitempty"`
+}
+
+// DumpSeries is one line of a panel, named by the target's legend.
+type DumpSeries struct {
+	Legend string
+	Points [][2]float64 // Unix seconds, value
+}
+
+// rawPanel is the part of a panel the dump needs beyond monitoring.Panel.
+type rawPanel struct {
+	Title       string `json:"title"`
+	Type        string `json:"type"`
+	FieldConfig struct {
+		Defaults struct {
+			Unit string `json:"unit"`
+		} `json:"defaults"`
+	} `json:"fieldConfig"`
+	Targets []struct {
+		RefID        string `json:"refId"`
+		Expr         string `json:"expr"`
+		LegendFormat string `json:"legendFormat"`
+	} `json:"targets"`
+	Panels []rawPanel `json:"panels"`
+}
+
+var legendLabel = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+
+func (c *checker) dumpPanels(ctx context.Context, values map[string]string) error {
+	data, err := os.ReadFile(c.o.dashboard)
+	if err != nil {
+		return err
+	}
+	var d struct {
+		Panels []rawPanel `json:"panels"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return err
+	}
+	byTitle := map[string]rawPanel{}
+	var walk func([]rawPanel)
+	walk = func(ps []rawPanel) {
+		for _, p := range ps {
+			if _, dup := byTitle[p.Title]; !dup {
+				byTitle[p.Title] = p
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	out := Dump{Start: c.o.start, End: c.o.end}
+	for _, want := range mainPanels {
+		p, ok := byTitle[want.title]
+		if !ok {
+			return fmt.Errorf("dump: the dashboard has no panel %q", want.title)
+		}
+		dp := DumpPanel{Title: p.Title, Type: p.Type, Unit: p.FieldConfig.Defaults.Unit}
+		for _, t := range p.Targets {
+			if len(want.targets) > 0 && !contains(want.targets, t.RefID) {
+				continue
+			}
+			text, err := monitoring.SubstituteGrafanaVariables(t.Expr, values)
+			if err != nil {
+				return err
+			}
+			if p.Type == "stat" {
+				v, err := c.api.query(ctx, text, c.o.end)
+				if err != nil {
+					return err
+				}
+				if len(v) > 0 {
+					f := v[0].Value
+					dp.Stat = &f
+				}
+				continue
+			}
+			m, err := c.api.queryRange(ctx, text, c.o.start, c.o.end, c.o.step)
+			if err != nil {
+				return err
+			}
+			for _, s := range m {
+				ds := DumpSeries{Legend: legendLabel.ReplaceAllStringFunc(t.LegendFormat, func(l string) string {
+					return s.Metric[legendLabel.FindStringSubmatch(l)[1]]
+				})}
+				for _, v := range s.Values {
+					ds.Points = append(ds.Points, [2]float64{v[0], v[1]})
+				}
+				dp.Series = append(dp.Series, ds)
+			}
+		}
+		sort.Slice(dp.Series, func(i, j int) bool { return dp.Series[i].Legend < dp.Series[j].Legend })
+		out.Panels = append(out.Panels, dp)
+	}
+	f, err := os.Create(c.o.dump)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(out); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// api is a client of the Prometheus HTTP API (v1), just what the checks use.
+type api struct {
+	base string
+	http *http.Client
+}
+
+// series is one series of a matrix (query_range) result.
+type series struct {
+	Metric     map[string]string `json:"metric"`
+	Values     [][2]float64      `json:"-"`
+	RawValues  [][2]any          `json:"values"`
+	Histograms []json.RawMessage `json:"histograms"`
+}
+
+// sample is one sample of a vector (query) result.
+type sample struct {
+	Metric map[string]string
+	Value  float64
+}
+
+type ruleState struct {
+	Name      string `json:"name"`
+	Health    string `json:"health"`
+	LastError string `json:"lastError"`
+	State     string `json:"state"`
+	Type      string `json:"type"`
+}
+
+type ruleGroup struct {
+	Name  string      `json:"name"`
+	Rules []ruleState `json:"rules"`
+}
+
+func (a *api) get(ctx context.Context, path string, params url.Values, data any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path+"?"+params.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	var env struct {
+		Status string          `json:"status"`
+		Error  string          `json:"error"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return fmt.Errorf("%s: HTTP %d: %.200s", path, resp.StatusCode, body)
+	}
+	if env.Status != "success" {
+		return fmt.Errorf("%s: %s", path, env.Error)
+	}
+	return json.Unmarshal(env.Data, data)
+}
+
+func (a *api) labelValues(ctx context.Context, label, match string) ([]string, error) {
+	var out []string
+	err := a.get(ctx, "/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &out)
+	return out, err
+}
+
+func (a *api) queryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]series, error) {
+	var data struct {
+		ResultType string   `json:"resultType"`
+		Result     []series `json:"result"`
+	}
+	err := a.get(ctx, "/api/v1/query_range", url.Values{
+		"query": {q}, "start": {unix(start)}, "end": {unix(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
+	}, &data)
+	if err != nil {
+		return nil, err
+	}
+	for i := range data.Result {
+		s := &data.Result[i]
+		for _, v := range s.RawValues {
+			t, _ := v[0].(float64)
+			str, _ := v[1].(string)
+			f, err := strconv.ParseFloat(str, 64)
+			if err != nil {
+				return nil, fmt.Errorf("value %v: %w", v[1], err)
+			}
+			s.Values = append(s.Values, [2]float64{t, f})
+		}
+	}
+	return data.Result, nil
+}
+
+func (a *api) query(ctx context.Context, q string, at time.Time) ([]sample, error) {
+	var data struct {
+		ResultType string          `json:"resultType"`
+		Result     json.RawMessage `json:"result"`
+	}
+	if err := a.get(ctx, "/api/v1/query", url.Values{"query": {q}, "time": {unix(at)}}, &data); err != nil {
+		return nil, err
+	}
+	switch data.ResultType {
+	case "scalar":
+		var v [2]any
+		if err := json.Unmarshal(data.Result, &v); err != nil {
+			return nil, err
+		}
+		f, err := strconv.ParseFloat(fmt.Sprint(v[1]), 64)
+		return []sample{{Value: f}}, err
+	case "vector":
+		var vs []struct {
+			Metric map[string]string `json:"metric"`
+			Value  [2]any            `json:"value"`
+		}
+		if err := json.Unmarshal(data.Result, &vs); err != nil {
+			return nil, err
+		}
+		out := make([]sample, 0, len(vs))
+		for _, v := range vs {
+			f, _ := strconv.ParseFloat(fmt.Sprint(v.Value[1]), 64) // native histogram samples have no float value
+			out = append(out, sample{Metric: v.Metric, Value: f})
+		}
+		return out, nil
+	default:
+		return nil, errors.New("unexpected result type " + data.ResultType)
+	}
+}
+
+func (a *api) rules(ctx context.Context) ([]ruleGroup, error) {
+	var data struct {
+		Groups []ruleGroup `json:"groups"`
+	}
+	err := a.get(ctx, "/api/v1/rules", nil, &data)
+	return data.Groups, err
+}
+
+func unix(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64) }

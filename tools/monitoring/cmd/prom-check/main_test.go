@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/tools/monitoring"
+)
+
+func TestAllRegex(t *testing.T) {
+	tests := []struct {
+		values []string
+		want   string
+		match  []string
+		not    []string
+	}{
+		{[]string{"10.88.0.5:9090"}, `(10\\.88\\.0\\.5:9090)`, []string{"10.88.0.5:9090"}, []string{"10x88x0x5:9090"}},
+		{[]string{"a:1", "b:2"}, `(a:1|b:2)`, []string{"a:1", "b:2"}, []string{"c:3"}},
+	}
+	for _, tt := range tests {
+		got := allRegex(tt.values)
+		if got != tt.want {
+			t.Errorf("allRegex(%q) = %s, want %s", tt.values, got, tt.want)
+		}
+		// What PromQL makes of the string literal: the doubled backslashes undone.
+		re := regexp.MustCompile("^(?:" + strings.ReplaceAll(got, `\\`, `\`) + ")$")
+		for _, m := range tt.match {
+			if !re.MatchString(m) {
+				t.Errorf("%s does not match %s", got, m)
+			}
+		}
+		for _, m := range tt.not {
+			if re.MatchString(m) {
+				t.Errorf("%s matches %s", got, m)
+			}
+		}
+	}
+}
+
+// fakePrometheus answers the API calls the checker makes; emptyQuery names
+// the queries (substrings) that return no data.
+func fakePrometheus(t *testing.T, emptyQuery string, recorded []string, health string) *httptest.Server {
+	reply := func(w http.ResponseWriter, data any) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
+	}
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/label/job/values"):
+			reply(w, []string{"plantstore"})
+		case strings.HasSuffix(r.URL.Path, "/label/instance/values"):
+			reply(w, []string{"10.88.0.5:9090"})
+		case r.URL.Path == "/api/v1/query_range":
+			q := r.URL.Query().Get("query")
+			if !strings.Contains(q, `instance=~"(10\\.88\\.0\\.5:9090)"`) && strings.Contains(q, "instance") {
+				t.Errorf("instance not filled in as Grafana does: %s", q)
+			}
+			if emptyQuery != "" && strings.Contains(q, emptyQuery) {
+				reply(w, map[string]any{"resultType": "matrix", "result": []any{}})
+				return
+			}
+			reply(w, map[string]any{"resultType": "matrix", "result": []any{
+				map[string]any{"metric": map[string]string{"route": "/plants"}, "values": [][2]any{{1700000000.0, "1"}, {1700000005.0, "2"}}},
+			}})
+		case r.URL.Path == "/api/v1/query":
+			reply(w, map[string]any{"resultType": "vector", "result": []any{}})
+		case r.URL.Path == "/api/v1/rules":
+			var rules []map[string]string
+			for _, n := range recorded {
+				rules = append(rules, map[string]string{"name": n, "health": health, "state": "inactive"})
+			}
+			reply(w, map[string]any{"groups": []any{map[string]any{"name": "g", "rules": rules}}})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+}
+
+func chartFile(t *testing.T, name string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "charts", "plantstore", "files", name)
+}
+
+func TestChecker(t *testing.T) {
+	rules, err := monitoring.LoadRules(chartFile(t, "prometheus-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(append([]string{}, rules.Recorded...), rules.Alerts...)
+	tests := []struct {
+		name       string
+		emptyQuery string
+		loaded     []string
+		health     string
+		wantFailed int
+	}{
+		{"everything has data", "", all, "ok", 0},
+		{"one metric without data", "plantstore_redis_pool_timeouts_total", all, "ok", 1},
+		{"a rule not loaded", "", all[1:], "ok", 1},
+		{"rules failing to evaluate", "", all, "err", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := fakePrometheus(t, tt.emptyQuery, tt.loaded, tt.health)
+			defer srv.Close()
+			c := &checker{api: &api{base: srv.URL, http: srv.Client()}, o: options{
+				rules: chartFile(t, "prometheus-rules.yaml"), dashboard: chartFile(t, "grafana-dashboard.json"),
+				start: time.Unix(1700000000, 0), end: time.Unix(1700000600, 0), step: 5 * time.Second, rateInterval: "1m",
+			}}
+			if err := c.run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if c.failed != tt.wantFailed {
+				t.Errorf("%d checks failed, want %d", c.failed, tt.wantFailed)
+			}
+		})
+	}
+}
