@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -19,6 +20,10 @@ import (
 type Memory struct {
 	mu     sync.RWMutex
 	plants *btree.BTreeG[plant.Plant]
+	// recording on: each create and delete appends its event to outbox
+	// inside the same critical section (docs/webhooks.md).
+	recording *Recording
+	outbox    *MemoryOutbox
 }
 
 // memoryDegree is the B-tree's branching: 32 keeps nodes within a few cache
@@ -27,8 +32,20 @@ const memoryDegree = 32
 
 // NewMemory returns an empty embedded store.
 func NewMemory() *Memory {
-	return &Memory{plants: btree.NewG(memoryDegree, func(a, b plant.Plant) bool { return a.ID < b.ID })}
+	return &Memory{plants: btree.NewG(memoryDegree, func(a, b plant.Plant) bool { return a.ID < b.ID }),
+		outbox: NewMemoryOutbox()}
 }
+
+// RecordEvents makes every create and delete record its event in the
+// store's outbox while rec is on.
+func (m *Memory) RecordEvents(rec *Recording) *Memory {
+	m.recording = rec
+	return m
+}
+
+// Outbox returns the store's outbox, an in-process queue lost with the
+// process like the plants themselves.
+func (m *Memory) Outbox() *MemoryOutbox { return m.outbox }
 
 // Create implements plant.Repository.
 func (m *Memory) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.Outcome, error) {
@@ -36,6 +53,13 @@ func (m *Memory) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.
 		return plant.Plant{}, 0, fmt.Errorf("%w: %w", plant.ErrUnavailable, err)
 	}
 	p = clonePlant(p)
+	var envelope, value []byte
+	if m.recording.On() {
+		var err error
+		if envelope, value, err = memoryEvent(ctx, EventCreated, p); err != nil {
+			return plant.Plant{}, 0, err
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if stored, ok := m.plants.Get(plant.Plant{ID: p.ID}); ok {
@@ -45,6 +69,9 @@ func (m *Memory) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.
 		return clonePlant(stored), 0, fmt.Errorf("id %d: %w", p.ID, plant.ErrConflict)
 	}
 	m.plants.ReplaceOrInsert(p)
+	if envelope != nil {
+		m.outbox.record(envelope, value)
+	}
 	return clonePlant(p), plant.Created, nil
 }
 
@@ -67,11 +94,25 @@ func (m *Memory) Delete(ctx context.Context, id int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %w", plant.ErrUnavailable, err)
 	}
+	var envelope []byte
+	if m.recording.On() {
+		var err error
+		if envelope, err = newEventRecord(ctx, EventDeleted, id); err != nil {
+			return err
+		}
+	}
 	m.mu.Lock()
-	_, ok := m.plants.Delete(plant.Plant{ID: id})
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	old, ok := m.plants.Delete(plant.Plant{ID: id})
 	if !ok {
 		return fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
+	}
+	if envelope != nil {
+		value, err := json.Marshal(storedPlant{Name: old.Name, Tag: old.Tag})
+		if err != nil {
+			return fmt.Errorf("encoding plant %d: %w", id, err)
+		}
+		m.outbox.record(envelope, value)
 	}
 	return nil
 }
@@ -113,6 +154,17 @@ func (m *Memory) Len() int {
 
 // Ping always succeeds: the embedded store is always there.
 func (m *Memory) Ping(context.Context) error { return nil }
+
+// memoryEvent encodes the event of a change to p and p as stored.
+func memoryEvent(ctx context.Context, typ string, p plant.Plant) (envelope, value []byte, err error) {
+	if envelope, err = newEventRecord(ctx, typ, p.ID); err != nil {
+		return nil, nil, err
+	}
+	if value, err = json.Marshal(storedPlant{Name: p.Name, Tag: p.Tag}); err != nil {
+		return nil, nil, fmt.Errorf("encoding plant %d: %w", p.ID, err)
+	}
+	return envelope, value, nil
+}
 
 // clonePlant copies the tag so that no caller shares memory with the store.
 func clonePlant(p plant.Plant) plant.Plant {

@@ -21,27 +21,38 @@ type Backend interface {
 	Ping(ctx context.Context) error
 }
 
+// Provided is what NewBackend provides: the repository and its outbox.
+type Provided struct {
+	fx.Out
+
+	Backend Backend
+	Outbox  Outbox
+}
+
 // NewBackend returns the Redis repository when addresses are configured and
 // the embedded store otherwise, announcing loudly that the latter loses
-// everything on exit. The Redis client is closed when the application stops.
-func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus.Registerer, tracing *telemetry.Tracing) (Backend, error) {
+// everything on exit, with its outbox, which records events while rec is on.
+// The Redis client is closed when the application stops.
+func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus.Registerer, tracing *telemetry.Tracing, rec *Recording) (Provided, error) {
 	log = log.Named("store")
 	if len(o.Addrs) == 0 {
 		log.Warn("USING THE EMBEDDED IN-PROCESS STORE: NOT DURABLE, every plant is lost when the process exits; set --redis-addr for production")
-		return Instrument(NewMemory(), reg)
+		m := NewMemory().RecordEvents(rec)
+		b, err := Instrument(m, reg)
+		return Provided{Backend: b, Outbox: m.Outbox()}, err
 	}
 	client, err := NewRedisClient(o)
 	if err != nil {
-		return nil, fmt.Errorf("redis client: %w", err)
+		return Provided{}, fmt.Errorf("redis client: %w", err)
 	}
 	lc.Append(fx.StopHook(client.Close))
 	if tracing.Exporting {
 		if err := TraceCommands(client, tracing.Provider); err != nil {
-			return nil, err
+			return Provided{}, err
 		}
 	}
 	if err := reg.Register(NewPoolCollector(client.PoolStats)); err != nil {
-		return nil, err
+		return Provided{}, err
 	}
 	// Read the mode off the client go-redis chose rather than restate its rule.
 	mode := "single node"
@@ -55,7 +66,9 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 	}
 	log.Info("using redis", zap.Strings("addrs", o.Addrs), zap.String("mode", mode), zap.Bool("tls", o.TLS),
 		zap.Int("min_replica_acks", o.MinReplicaAcks))
-	return Instrument(NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout), reg)
+	r := NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout).RecordEvents(rec)
+	b, err := Instrument(r, reg)
+	return Provided{Backend: b, Outbox: r.Outbox()}, err
 }
 
 // TraceCommands gives every Redis command of client a span from tp, a child
@@ -80,10 +93,13 @@ func TraceCommands(client redis.UniversalClient, tp trace.TracerProvider) error 
 	return nil
 }
 
-// Module provides the Backend, and it as the domain's plant.Repository.
+// Module provides the Backend, and it as the domain's plant.Repository, its
+// Outbox and the switch that makes changes record events (off until the
+// webhook module turns it on).
 var Module = fx.Module("store",
 	fx.Provide(
 		NewBackend,
+		NewRecording,
 		func(b Backend) plant.Repository { return b },
 	),
 )

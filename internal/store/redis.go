@@ -25,6 +25,9 @@ type Redis struct {
 	// it, waiting at most ackTimeout (see WaitForReplicas).
 	acks       int
 	ackTimeout time.Duration
+	// recording on: the scripts also record each change's event in its
+	// shard's outbox stream (RecordEvents).
+	recording *Recording
 }
 
 // NewRedis returns a repository on client whose keys all start with prefix.
@@ -60,6 +63,27 @@ func (r *Redis) WaitForReplicas(n int, timeout time.Duration) *Redis {
 	return r
 }
 
+// RecordEvents makes every create and delete record its event in the
+// outbox stream of the plant's shard, in the same script, while rec is on
+// (docs/webhooks.md). Off, the scripts are 1.0.0's, unchanged.
+func (r *Redis) RecordEvents(rec *Recording) *Redis {
+	r.recording = rec
+	return r
+}
+
+// createCall returns the script and the arguments of a create of p: the
+// plain script, or with recording on the one that also records the event.
+func (r *Redis) createCall(ctx context.Context, p plant.Plant, value []byte) (*redis.Script, []string, []any, error) {
+	if !r.recording.On() {
+		return createScript, r.createKeys(p.ID), []any{value, indexMember(p.ID)}, nil
+	}
+	envelope, err := newEventRecord(ctx, EventCreated, p.ID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return createEventScript, append(r.createKeys(p.ID), r.EventsKey(shard(p.ID))), []any{value, indexMember(p.ID), envelope}, nil
+}
+
 type storedPlant struct {
 	Name string  `json:"name"`
 	Tag  *string `json:"tag,omitempty"`
@@ -74,10 +98,14 @@ func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.O
 	if err != nil {
 		return plant.Plant{}, 0, fmt.Errorf("encoding plant %d: %w", p.ID, err)
 	}
-	if r.acks > 0 {
-		return r.createAcknowledged(ctx, p, value)
+	script, keys, args, err := r.createCall(ctx, p, value)
+	if err != nil {
+		return plant.Plant{}, 0, err
 	}
-	old, err := createScript.Run(ctx, r.client, r.createKeys(p.ID), value, indexMember(p.ID)).Text()
+	if r.acks > 0 {
+		return r.createAcknowledged(ctx, p, script, keys, args)
+	}
+	old, err := script.Run(ctx, r.client, keys, args...).Text()
 	if errors.Is(err, redis.Nil) {
 		return p, plant.Created, nil
 	}
@@ -103,11 +131,11 @@ func (r *Redis) existing(p plant.Plant, old string) (plant.Plant, plant.Outcome,
 
 // createAcknowledged is Create when replicas must acknowledge: see
 // WaitForReplicas.
-func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, value []byte) (plant.Plant, plant.Outcome, error) {
+func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, script *redis.Script, keys []string, args []any) (plant.Plant, plant.Outcome, error) {
 	key := r.Key(p.ID)
 	var set *redis.Cmd
 	err := r.pipelineWait(ctx, key, func(pipe redis.Pipeliner) {
-		set = createScript.EvalSha(ctx, pipe, r.createKeys(p.ID), value, indexMember(p.ID))
+		set = script.EvalSha(ctx, pipe, keys, args...)
 	})
 	if set == nil { // no connection to the master at all
 		return plant.Plant{}, 0, err

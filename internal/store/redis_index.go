@@ -105,6 +105,30 @@ redis.call('ZADD', KEYS[2], 0, ARGV[2])
 return false
 `)
 
+// createEventScript is createScript that also records the plant.created
+// event (ARGV[3], its envelope) in the shard's outbox stream (KEYS[3]),
+// beside the plant as stored: the event exists exactly when the plant was
+// created. A replay or a conflict records nothing.
+var createEventScript = redis.NewScript(`
+local old = redis.call('GET', KEYS[1])
+if old then return old end
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], 0, ARGV[2])
+redis.call('XADD', KEYS[3], '*', 'e', ARGV[3], 'p', ARGV[1])
+return false
+`)
+
+// deleteEventScript is deleteScript that also records the plant.deleted
+// event (ARGV[2]) with the plant it removed.
+var deleteEventScript = redis.NewScript(`
+local old = redis.call('GET', KEYS[1])
+if not old then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('XADD', KEYS[3], '*', 'e', ARGV[2], 'p', old)
+return 1
+`)
+
 // deleteScript removes a plant and its index entry; 1 if it was there.
 var deleteScript = redis.NewScript(`
 if redis.call('DEL', KEYS[1]) == 0 then return 0 end
@@ -122,7 +146,7 @@ func unknownScript(cmds []redis.Cmder) bool {
 }
 
 func loadScripts(ctx context.Context, c redis.Scripter) error {
-	for _, s := range []*redis.Script{createScript, deleteScript} {
+	for _, s := range []*redis.Script{createScript, deleteScript, createEventScript, deleteEventScript} {
 		if err := s.Load(ctx, c).Err(); err != nil {
 			return err
 		}
@@ -155,7 +179,15 @@ func decodePlant(id int64, v []byte) (plant.Plant, error) {
 // retried answers ErrNotFound although it removed the plant; the plant is
 // gone either way.
 func (r *Redis) Delete(ctx context.Context, id int64) error {
-	n, err := deleteScript.Run(ctx, r.client, r.createKeys(id), indexMember(id)).Int()
+	script, keys, args := deleteScript, r.createKeys(id), []any{indexMember(id)}
+	if r.recording.On() {
+		envelope, err := newEventRecord(ctx, EventDeleted, id)
+		if err != nil {
+			return err
+		}
+		script, keys, args = deleteEventScript, append(keys, r.EventsKey(shard(id))), append(args, envelope)
+	}
+	n, err := script.Run(ctx, r.client, keys, args...).Int()
 	if err != nil {
 		return classify(fmt.Errorf("deleting plant %d: %w", id, err))
 	}
