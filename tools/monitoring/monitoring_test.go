@@ -144,7 +144,7 @@ func parseVariables(t testing.TB) (Dashboard, []parsed) {
 func TestRulesCoverTheSLOs(t *testing.T) {
 	rules, _ := parseRules(t)
 	windows := []string{"5m", "30m", "1h", "2h", "6h", "1d", "3d"}
-	for _, sli := range []string{"job:plantstore_availability_errors", "job:plantstore_create_latency_slow"} {
+	for _, sli := range []string{"job:plantstore_availability_errors", "job:plantstore_plants_latency_slow"} {
 		for _, w := range windows {
 			if name := sli + ":ratio_rate" + w; !slices.Contains(rules.Recorded, name) {
 				t.Errorf("no recording rule %s", name)

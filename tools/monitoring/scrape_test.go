@@ -59,8 +59,12 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 		{"no Authorization header", http.MethodPost, "/plants", "", plant, 401},
 		{"a wrong token", http.MethodPost, "/plants", "Bearer not-the-token", plant, 401},
 		{"a malformed Authorization header", http.MethodPost, "/plants", "Basic Zm9vOmJhcg==", plant, 401},
+		{"read", http.MethodGet, "/plants/1", "Bearer " + token, "", 200},
+		{"list", http.MethodGet, "/plants", "Bearer " + token, "", 200},
+		{"delete", http.MethodDelete, "/plants/1", "Bearer " + token, "", 204},
+		{"read a deleted plant", http.MethodGet, "/plants/1", "Bearer " + token, "", 404},
 		{"an unknown path", http.MethodGet, "/nowhere", "", "", 404},
-		{"a wrong method", http.MethodGet, "/plants", "", "", 405},
+		{"a wrong method", http.MethodPut, "/plants", "", "", 405},
 		{"the OpenAPI document", http.MethodGet, "/openapi.yaml", "", "", 200},
 	} {
 		svc.expect(t, c.what, c.method, c.path, c.auth, c.body, c.want)
@@ -107,6 +111,11 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 			{"method": "POST", "route": "/plants", "code": "200"},
 			{"method": "POST", "route": "/plants", "code": "409"},
 			{"method": "POST", "route": "/plants", "code": "503"},
+			// The latency SLO covers the resource routes too, by template.
+			{"method": "GET", "route": "/plants", "code": "200"},
+			{"method": "GET", "route": "/plants/{id}", "code": "200"},
+			{"method": "GET", "route": "/plants/{id}", "code": "404"},
+			{"method": "DELETE", "route": "/plants/{id}", "code": "204"},
 			{"route": "unmatched", "code": "404"},
 		} {
 			if len(series(f, want)) == 0 {
@@ -121,6 +130,17 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 			for _, le := range []float64{0.1, 0.25} {
 				if !bounds[le] {
 					t.Errorf("plantstore_http_request_duration_seconds%s has no le=\"%g\" bucket", labelString(m), le)
+				}
+			}
+		}
+	}
+	// Routes are labelled by template: no raw path of the traffic above is a
+	// label value of any series.
+	for _, name := range sortedKeys(families) {
+		for _, m := range families[name].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v := l.GetValue(); v == "/plants/1" || v == "/nowhere" {
+					t.Errorf("%s%s carries the raw path %q as a label value", name, labelString(m), v)
 				}
 			}
 		}
