@@ -221,7 +221,9 @@ func (r *Redis) pipelineWait(ctx context.Context, key string, write func(redis.P
 		}
 		n, err := wait.Int64()
 		if err != nil {
-			return classify(fmt.Errorf("waiting for replicas: %w", err))
+			// Whatever WAIT failed with, no replica vouches for the write:
+			// unavailable, and a retry is safe.
+			return fmt.Errorf("%w: waiting for replicas: %w", plant.ErrUnavailable, err)
 		}
 		if n < int64(r.acks) {
 			return fmt.Errorf("%w: %d of %d replicas acknowledged within %v: %w", plant.ErrUnavailable, n, r.acks, r.ackTimeout, ErrNotReplicated)
@@ -262,7 +264,10 @@ func (r *Redis) Ping(ctx context.Context) error {
 
 // transientReplies are Redis error replies that mean "not now" rather than
 // "never": the store is loading, failing over or briefly unable to serve.
-var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS"}
+// NOSCRIPT reaches a caller only when a node that lacks the scripts (a
+// replica just promoted) could not be given them either; UNBLOCKED is a
+// blocked WAIT's answer when its master turns replica.
+var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS", "NOSCRIPT", "UNBLOCKED"}
 
 // classify marks errors that mean the store is unavailable: network failures,
 // timeouts and transient error replies. Other error replies (a command the
