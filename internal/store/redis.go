@@ -167,10 +167,15 @@ func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, script *r
 	}
 	switch rerr := rewrite.Err(); {
 	case errors.Is(rerr, redis.Nil):
-		// The key vanished between the two round trips: a failover to a
-		// replica that never had it. Nothing vouches for the plant now; a
-		// retry creates it again.
-		return plant.Plant{}, 0, fmt.Errorf("%w: plant %d no longer on the master (lost in a failover?)", plant.ErrUnavailable, p.ID)
+		// The key vanished between the two round trips: a DELETE of the
+		// plant ran in between (API 1.1.0), or a failover to a replica that
+		// never had it. Either way the id is free now, and the store is up:
+		// create it again, replicas acknowledging, as a retrying client
+		// would, rather than answer 503.
+		if err := ctx.Err(); err != nil {
+			return plant.Plant{}, 0, classify(fmt.Errorf("plant %d no longer on the master: %w", p.ID, err))
+		}
+		return r.createAcknowledged(ctx, p, script, keys, args)
 	case rerr != nil && !redirected([]redis.Cmder{rewrite}):
 		return plant.Plant{}, 0, classify(fmt.Errorf("rewriting plant %d: %w", p.ID, rerr))
 	}
