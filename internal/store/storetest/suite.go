@@ -214,6 +214,7 @@ func Run(t *testing.T, newRepo func(t *testing.T) Repository) {
 	})
 
 	runResource(t, newRepo)
+	runConcurrency(t, newRepo)
 }
 
 func mustCreate(t *testing.T, r Repository, p plant.Plant) plant.Plant {
