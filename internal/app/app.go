@@ -13,6 +13,7 @@ import (
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/telemetry"
+	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // New returns the application for a parsed configuration. extra options
@@ -27,6 +28,7 @@ func New(c config.Config, extra ...fx.Option) *fx.App {
 		ratelimit.Module,
 		httpapi.Module,
 		server.Module,
+		webhook.Module,
 		// The store is the servers' readiness check.
 		fx.Provide(func(b store.Backend) server.Pinger { return b }),
 		// Stopping may wait out the drain delay, then the drain itself.

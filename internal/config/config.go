@@ -20,6 +20,7 @@ import (
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/telemetry"
+	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // EnvPrefix prefixes the environment variable of every flag: --http-addr is
@@ -44,6 +45,7 @@ type Config struct {
 	API       httpapi.Options
 	RateLimit ratelimit.Options
 	Server    server.Options
+	Webhook   webhook.Options
 }
 
 // Parse reads the configuration from args and the environment. Help goes to
@@ -70,6 +72,20 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.StringVar(&rateDefault, "rate-limit-default", "", "rate limit of a client whose tokens-file line has no rate=: <n>/s, <n>/m or <n>/h (burst n); empty: no limit")
 	fs.DurationVar(&c.RateLimit.Timeout, "rate-limit-timeout", 100*time.Millisecond, "deadline of a rate-limit decision; past it, or when the limiter's Redis fails, the request is served unlimited (fail open)")
 	fs.StringVar(&rateRedisAddrs, "rate-limit-redis-addr", "", "Redis address(es) of the rate-limit budgets, with the store's Redis credentials and TLS settings; empty: the store's Redis, or in-process with the embedded store")
+
+	var webhookAllow string
+	fs.StringVar(&c.Webhook.SubscribersFile, "webhook-subscribers-file", "", "file of webhook subscribers, one URL then one or two whsec_<base64> secrets a line; # starts a comment; reread when it changes; empty: no webhooks (no events recorded)")
+	fs.DurationVar(&c.Webhook.ReloadInterval, "webhook-reload-interval", 5*time.Second, "how often the webhook subscribers file is checked for changes")
+	fs.StringVar(&webhookAllow, "webhook-allow-cidrs", "", "comma-separated CIDR prefixes that deliveries may reach although loopback, private or link-local (e.g. 10.0.0.0/8 for an in-cluster subscriber)")
+	fs.DurationVar(&c.Webhook.Timeout, "webhook-timeout", 5*time.Second, "deadline of one webhook delivery, connect to the answer's end")
+	fs.IntVar(&c.Webhook.Policy.MaxAttempts, "webhook-max-attempts", 15, "delivery attempts of an event to a subscriber before it is dead-lettered")
+	fs.DurationVar(&c.Webhook.Policy.BackoffBase, "webhook-backoff-base", time.Second, "wait before the first retry; doubled at each retry, with jitter")
+	fs.DurationVar(&c.Webhook.Policy.BackoffMax, "webhook-backoff-max", time.Hour, "longest wait between two retries")
+	fs.DurationVar(&c.Webhook.Policy.Lease, "webhook-lease", time.Minute, "visibility timeout: a delivery claimed by a replica that did not settle it by then (it died) is delivered again by any replica; above --webhook-timeout")
+	fs.DurationVar(&c.Webhook.Policy.PollInterval, "webhook-poll-interval", 250*time.Millisecond, "wait between two polls of an idle outbox")
+	fs.IntVar(&c.Webhook.Policy.InFlight, "webhook-concurrency", 32, "webhook deliveries one replica makes at once")
+	fs.IntVar(&c.Webhook.Policy.PerSubscriber, "webhook-subscriber-concurrency", 8, "webhook deliveries one replica makes at once to one subscriber")
+	fs.DurationVar(&c.Webhook.StatsInterval, "webhook-stats-interval", 5*time.Second, "how often the webhook backlog metrics are read from the store")
 
 	var redisAddrs, passwordFile, sentinelPasswordFile string
 	fs.StringVar(&redisAddrs, "redis-addr", "", "Redis address(es), comma-separated: one for a single node, several for a Cluster, Sentinel addresses with --redis-master-name; empty selects the embedded in-process store (not durable)")
@@ -130,6 +146,12 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	c.Redis.Addrs = splitAddrs(redisAddrs)
 	c.RateLimit.RedisAddrs = splitAddrs(rateRedisAddrs)
 	var err error
+	if c.Webhook.Allow, err = webhook.ParseAllow(splitAddrs(webhookAllow)); err != nil {
+		return Config{}, fmt.Errorf("--webhook-allow-cidrs: %w", err)
+	}
+	// A delivery to a subscriber this replica does not know yet waits out
+	// two rereads of the file by every replica before it is dropped.
+	c.Webhook.Policy.UnknownGrace = 2*c.Webhook.ReloadInterval + time.Minute
 	if rateDefault != "" {
 		if c.RateLimit.Default, err = auth.ParseRate(rateDefault); err != nil {
 			return Config{}, fmt.Errorf("--rate-limit-default %w", err)
@@ -175,11 +197,28 @@ func (c Config) Validate() error {
 		{"--http-write-timeout", c.Server.HTTP.WriteTimeout},
 		{"--http-idle-timeout", c.Server.HTTP.IdleTimeout},
 		{"--shutdown-timeout", c.Server.ShutdownTimeout},
+		{"--webhook-reload-interval", c.Webhook.ReloadInterval},
+		{"--webhook-timeout", c.Webhook.Timeout},
+		{"--webhook-backoff-base", c.Webhook.Policy.BackoffBase},
+		{"--webhook-backoff-max", c.Webhook.Policy.BackoffMax},
+		{"--webhook-lease", c.Webhook.Policy.Lease},
+		{"--webhook-poll-interval", c.Webhook.Policy.PollInterval},
+		{"--webhook-stats-interval", c.Webhook.StatsInterval},
 	}
 	for _, p := range positive {
 		if p.d <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %v", p.flag, p.d))
 		}
+	}
+	if c.Webhook.Policy.MaxAttempts < 1 || c.Webhook.Policy.InFlight < 1 || c.Webhook.Policy.PerSubscriber < 1 {
+		errs = append(errs, fmt.Errorf("--webhook-max-attempts, --webhook-concurrency and --webhook-subscriber-concurrency must be 1 or more, got %d, %d and %d",
+			c.Webhook.Policy.MaxAttempts, c.Webhook.Policy.InFlight, c.Webhook.Policy.PerSubscriber))
+	}
+	if c.Webhook.Policy.Lease <= c.Webhook.Timeout {
+		errs = append(errs, fmt.Errorf("--webhook-lease (%v) must exceed --webhook-timeout (%v), or a delivery under way is claimed again by another replica", c.Webhook.Policy.Lease, c.Webhook.Timeout))
+	}
+	if c.Webhook.Policy.BackoffBase > c.Webhook.Policy.BackoffMax {
+		errs = append(errs, fmt.Errorf("--webhook-backoff-base (%v) must not exceed --webhook-backoff-max (%v)", c.Webhook.Policy.BackoffBase, c.Webhook.Policy.BackoffMax))
 	}
 	if c.Server.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %v", c.Server.ShutdownDelay))

@@ -58,6 +58,18 @@ var allFlags = []struct{ name, def string }{
 	{"shutdown-delay", "0s"},
 	{"shutdown-timeout", "20s"},
 	{"pprof", "false"},
+	{"webhook-subscribers-file", `""`},
+	{"webhook-reload-interval", "5s"},
+	{"webhook-allow-cidrs", `""`},
+	{"webhook-timeout", "5s"},
+	{"webhook-max-attempts", "15"},
+	{"webhook-backoff-base", "1s"},
+	{"webhook-backoff-max", "1h0m0s"},
+	{"webhook-lease", "1m0s"},
+	{"webhook-poll-interval", "250ms"},
+	{"webhook-concurrency", "32"},
+	{"webhook-subscriber-concurrency", "8"},
+	{"webhook-stats-interval", "5s"},
 }
 
 func envName(flagName string) string {
@@ -300,6 +312,23 @@ var flagCases = []struct {
 	{"shutdown-delay", "12s", "12.5s", func(c Config) string { return c.Server.ShutdownDelay.String() }},
 	{"shutdown-timeout", "13s", "13.5s", func(c Config) string { return c.Server.ShutdownTimeout.String() }},
 	{"pprof", "true", "false", func(c Config) string { return strconv.FormatBool(c.Server.Pprof) }},
+	{"webhook-subscribers-file", "/w", "/w2", func(c Config) string { return c.Webhook.SubscribersFile }},
+	{"webhook-reload-interval", "3s", "4s", func(c Config) string { return c.Webhook.ReloadInterval.String() }},
+	{"webhook-allow-cidrs", "10.0.0.0/8", "127.0.0.0/8", func(c Config) string {
+		if len(c.Webhook.Allow) == 0 {
+			return ""
+		}
+		return c.Webhook.Allow[0].String()
+	}},
+	{"webhook-timeout", "3s", "4s", func(c Config) string { return c.Webhook.Timeout.String() }},
+	{"webhook-max-attempts", "3", "4", func(c Config) string { return strconv.Itoa(c.Webhook.Policy.MaxAttempts) }},
+	{"webhook-backoff-base", "2s", "3s", func(c Config) string { return c.Webhook.Policy.BackoffBase.String() }},
+	{"webhook-backoff-max", "2h0m0s", "3h0m0s", func(c Config) string { return c.Webhook.Policy.BackoffMax.String() }},
+	{"webhook-lease", "1m30s", "2m0s", func(c Config) string { return c.Webhook.Policy.Lease.String() }},
+	{"webhook-poll-interval", "100ms", "200ms", func(c Config) string { return c.Webhook.Policy.PollInterval.String() }},
+	{"webhook-concurrency", "5", "6", func(c Config) string { return strconv.Itoa(c.Webhook.Policy.InFlight) }},
+	{"webhook-subscriber-concurrency", "2", "3", func(c Config) string { return strconv.Itoa(c.Webhook.Policy.PerSubscriber) }},
+	{"webhook-stats-interval", "1s", "2s", func(c Config) string { return c.Webhook.StatsInterval.String() }},
 }
 
 // TestEveryFlagHasEnv sets each flag through its PLANTSTORE_* variable
@@ -322,7 +351,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 			cleanEnv(t)
 			t.Setenv(envName(fc.flag), fc.value)
 			args := []string{"--version"}
-			if fc.flag == "redis-addr" || fc.flag == "rate-limit-redis-addr" || fc.flag == "rate-limit-default" { // read only past --version
+			if fc.flag == "redis-addr" || fc.flag == "rate-limit-redis-addr" || fc.flag == "rate-limit-default" || fc.flag == "webhook-allow-cidrs" { // read only past --version
 				args = []string{"--dev"}
 			}
 			c, out, err := parse(t, args...)

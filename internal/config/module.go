@@ -9,6 +9,7 @@ import (
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/telemetry"
+	"github.com/plantstore/plantstore/internal/webhook"
 )
 
 // Parts hands each module its own options, so that no module depends on
@@ -22,6 +23,7 @@ type Parts struct {
 	API       httpapi.Options
 	RateLimit ratelimit.Options
 	Server    server.Options
+	Webhook   webhook.Options
 }
 
 // Module provides the parts of a parsed Config.
@@ -29,7 +31,7 @@ func Module(c Config) fx.Option {
 	return fx.Module("config",
 		fx.Supply(c),
 		fx.Provide(func(c Config) Parts {
-			return Parts{Log: c.Log, Auth: c.Auth, Redis: c.Redis, API: c.API, RateLimit: c.RateLimit, Server: c.Server}
+			return Parts{Log: c.Log, Auth: c.Auth, Redis: c.Redis, API: c.API, RateLimit: c.RateLimit, Server: c.Server, Webhook: c.Webhook}
 		}),
 	)
 }

@@ -9,11 +9,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// NewAdminHandler serves the probes, the metrics and, when enabled, pprof.
-// It lives on its own port without authentication, so it must not be exposed
-// outside the cluster.
-func NewAdminHandler(h *Health, reg *prometheus.Registry, enablePprof bool) http.Handler {
+// AdminRoute is an operator's endpoint another module adds to the admin
+// listener (fx group "admin_routes").
+type AdminRoute struct {
+	// Pattern is an http.ServeMux pattern, e.g. "GET /admin/webhooks/dead-letters".
+	Pattern string
+	Handler http.Handler
+}
+
+// NewAdminHandler serves the probes, the metrics, the routes other modules
+// add and, when enabled, pprof. It lives on its own port without
+// authentication, so it must not be exposed outside the cluster.
+func NewAdminHandler(h *Health, reg *prometheus.Registry, enablePprof bool, routes ...AdminRoute) http.Handler {
 	mux := http.NewServeMux()
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	mux.HandleFunc("GET /startupz", h.Startupz)
 	mux.HandleFunc("GET /livez", h.Livez)
 	mux.HandleFunc("GET /readyz", h.Readyz)

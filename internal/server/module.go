@@ -24,6 +24,8 @@ type Params struct {
 	// Announce runs once the API listener is bound, with its address (the
 	// development banner); optional.
 	Announce func(apiAddr string) `name:"announce" optional:"true"`
+	// AdminRoutes are the operator endpoints of other modules.
+	AdminRoutes []AdminRoute `group:"admin_routes"`
 }
 
 // Servers are the running listeners.
@@ -46,7 +48,7 @@ func New(p Params) *Servers {
 		Health: health,
 		API:    NewHTTPServer("API", "--http-addr", p.Options.HTTPAddr, p.API, p.Options.HTTP, log),
 		Admin: NewHTTPServer("admin", "--admin-addr", p.Options.AdminAddr,
-			NewAdminHandler(health, p.Registry, p.Options.Pprof), p.Options.HTTP, log),
+			NewAdminHandler(health, p.Registry, p.Options.Pprof, p.AdminRoutes...), p.Options.HTTP, log),
 	}
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
