@@ -44,13 +44,13 @@ generate-check: ## fail, with a diff, when api/client/client.gen.go is not what 
 test: test-go test-api test-monitoring test-tools ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, OpenAPI, dashboards and alerts
 
 test-go: redis-server ## the service's tests (go test -race ./...)
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 test-api: ## api/openapi.yaml passes kin-openapi's validator with every strict option; the generate check works
-	cd tools && $(GO) test -count=1 ./openapi/
+	cd tools && $(GO) test -count=1 -timeout 30m ./openapi/
 
 test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
-	cd tools && $(GO) test -count=1 ./monitoring/
+	cd tools && $(GO) test -count=1 -timeout 30m ./monitoring/
 	cd tools/bench && $(GO) test -count=1 ./...
 
 test-tools: ## the tests of the cluster and validation helpers (tools/k8s)
