@@ -155,6 +155,18 @@ func Launch(t testing.TB, binary string, opts Options) (*Service, error) {
 		close(s.exited)
 	}()
 	t.Cleanup(s.Kill)
+	// A failed test shows why the service failed requests: its own error
+	// lines (not the access log's), which a CI log otherwise never carries.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, line := range s.Logs.All() {
+			if strings.Contains(line, `"level":"error"`) && !strings.Contains(line, `"logger":"access"`) {
+				t.Log("plantstore: " + line)
+			}
+		}
+	})
 
 	deadline := time.Now().Add(10 * time.Second)
 	for s.API == "" || s.Admin == "" || (opts.Dev && s.Token == "") {
