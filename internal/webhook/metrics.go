@@ -68,6 +68,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	// Both queues exist (at 0) before the first reading, and without
+	// webhooks, so that dashboards and alerts see them.
+	m.backlog.WithLabelValues("events")
+	m.backlog.WithLabelValues("deliveries")
 	return m, nil
 }
 
