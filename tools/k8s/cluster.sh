@@ -78,7 +78,10 @@ build() {
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kube-apiserver kube-controller-manager kube-scheduler \
     kubelet kube-proxy kubectl helm coredns metrics-server | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
-  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-testenv ./cmd/k8s-pause ./cmd/k8s-load)
+  # Prometheus and the Prometheus Operator, for the images of the Prometheus
+  # scenario (cluster-test.d/60-prometheus.sh); the same cache directory.
+  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader >/dev/null
+  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-testenv ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-otlp-sink)
 }
 
 # ---------------------------------------------------------------------------

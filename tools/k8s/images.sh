@@ -11,9 +11,15 @@
 #   plantstore.test/client:1     a shell, curl and the usual utilities, for
 #                                helm test and the scenarios' probes
 #   plantstore.test/load:1       the open-loop load generator (cmd/k8s-load)
+#   plantstore.test/prometheus:v3.5.0, plantstore.test/prometheus-operator:v0.85.0,
+#   plantstore.test/prometheus-config-reloader:v0.85.0
+#                                Prometheus and the Prometheus Operator, from
+#                                their modules (tools/k8s/prometheus*)
+#   plantstore.test/otlp-sink:1  an OTLP trace receiver (cmd/k8s-otlp-sink)
 #
 # Usage: tools/k8s/images.sh OUTDIR BINDIR
-#   BINDIR holds the static k8s-pause and k8s-load binaries.
+#   BINDIR holds the static k8s-pause, k8s-load and k8s-otlp-sink binaries and
+#   the static prometheus, prometheus-operator and prometheus-config-reloader.
 # Needs root and buildah, busybox-static, redis-server and curl from Debian
 # (cluster.sh installs them).
 set -euo pipefail
@@ -105,3 +111,29 @@ r=$work/load
 users "$r" nonroot 65532
 install -m 0755 "$BINDIR/k8s-load" "$r/k8s-load"
 image plantstore.test/load:1 "$r" 65532:65532 '["/k8s-load"]'
+
+# The Prometheus scenario's (cluster-test.d/60-prometheus.sh): Prometheus and
+# the Prometheus Operator with its config reloader, static binaries from
+# their modules (tools/k8s/prometheus, tools/k8s/prometheus-operator; tags
+# as build.sh stamps them), as their official images run them (user nobody,
+# /prometheus its data directory); and the OTLP sink (cmd/k8s-otlp-sink)
+# that stands in for a collector.
+r=$work/prometheus
+users "$r" nobody 65534
+mkdir -p "$r/bin" "$r/prometheus" "$r/etc/prometheus"
+chown 65534:65534 "$r/prometheus"
+install -m 0755 "$(readlink -f "$BINDIR/prometheus")" "$r/bin/prometheus"
+image plantstore.test/prometheus:v3.5.0 "$r" 65534:65534 '["/bin/prometheus"]'
+
+for t in prometheus-operator:operator prometheus-config-reloader:prometheus-config-reloader; do
+  r=$work/${t%%:*}
+  users "$r" nobody 65534
+  mkdir -p "$r/bin"
+  install -m 0755 "$(readlink -f "$BINDIR/${t%%:*}")" "$r/bin/${t#*:}"
+  image "plantstore.test/${t%%:*}:v0.85.0" "$r" 65534:65534 "[\"/bin/${t#*:}\"]"
+done
+
+r=$work/otlp-sink
+users "$r" nonroot 65532
+install -m 0755 "$BINDIR/k8s-otlp-sink" "$r/k8s-otlp-sink"
+image plantstore.test/otlp-sink:1 "$r" 65532:65532 '["/k8s-otlp-sink"]'
