@@ -15,7 +15,8 @@
 # Everything runs inside a network namespace of its own ($CLUSTER_NETNS):
 # only lo (holding the node's IP and the DNS IP) and the pods' bridge, no
 # default route, so nothing the cluster runs can reach beyond this machine,
-# and kube-proxy's rules, routes and namespaced sysctls stay in there. The
+# and kube-proxy's rules, kube-router's NetworkPolicy rules and ipsets,
+# routes and namespaced sysctls stay in there. The
 # host reaches the API server through a loopback forward (socat). Teardown
 # stops only the processes this script started (their PIDs are recorded)
 # and the containers of its own containerd, unmounts what the kubelet
@@ -76,7 +77,7 @@ install_packages() {
 build() {
   install_packages
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kube-apiserver kube-controller-manager kube-scheduler \
-    kubelet kube-proxy kubectl helm coredns metrics-server | tail -n 1)
+    kubelet kube-proxy kubectl helm coredns metrics-server kube-router | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
   # Prometheus and the Prometheus Operator, for the images of the Prometheus
   # scenario (cluster-test.d/60-prometheus.sh); the same cache directory.
@@ -135,7 +136,9 @@ up() {
   in_ns ip route add "$SVC_CIDR" dev lo
   in_ns sysctl -qw net.ipv4.ip_forward=1
   # The bridge's traffic through iptables, so that a pod reaching a Service
-  # backed by a pod on the same bridge is un-NATed on the way back.
+  # backed by a pod on the same bridge is un-NATed on the way back, and so
+  # that pod-to-pod traffic switched by the bridge meets kube-router's
+  # NetworkPolicy chains (the setting is the namespace's own).
   in_ns ip link add cni0 type bridge
   in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1
   in_ns ip link del cni0
@@ -143,7 +146,8 @@ up() {
   say "PKI and static identities"
   k8s-testenv pki "$DIR/pki" "https://$NODE_IP:6443" -ip "$NODE_IP" -ip "$API_SVC_IP" \
     -user "system:node:$NODE_NAME=system:nodes" -user system:kube-controller-manager \
-    -user system:kube-scheduler -user system:kube-proxy -user system:coredns -user system:metrics-server
+    -user system:kube-scheduler -user system:kube-proxy -user system:coredns -user system:metrics-server \
+    -user system:kube-router
   # The host's kubeconfig goes through the loopback forward.
   sed "s#https://$NODE_IP:6443#https://127.0.0.1:$API_PORT#" "$DIR/pki/kubeconfig" >"$DIR/kubeconfig"
   chmod 600 "$DIR/kubeconfig"
@@ -333,6 +337,9 @@ containerRuntimeEndpoint: unix://$DIR/containerd/containerd.sock
 clusterDNS: [$DNS_IP]
 clusterDomain: cluster.local
 resolvConf: $DIR/etc/resolv.conf
+# Not the machine's /var/log/pods: a kubelet removes every pod log directory
+# there that is not one of its pods, those of a cluster running beside it too.
+podLogsDir: $DIR/pod-logs
 failSwapOn: false
 serializeImagePulls: false
 evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 2%}
@@ -447,6 +454,38 @@ EOF
     --kubelet-preferred-address-types=InternalIP --kubelet-insecure-tls --metric-resolution=15s
 
   wait_for "node $NODE_NAME Ready" 120 kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
+  # NetworkPolicy: kube-router's network policy controller alone (no BGP
+  # routing, no service proxy: the bridge and kube-proxy stay as they are),
+  # iptables and ipset rules in the namespace. It reads its node's address
+  # from the Node object, so it starts once the kubelet has registered it;
+  # ready once it answers its health check and has hooked its chains into
+  # the filter table.
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:kube-router"}
+rules:
+  - apiGroups: [""]
+    resources: [namespaces, pods, services, nodes, endpoints]
+    verbs: [get, list, watch]
+  - apiGroups: [networking.k8s.io]
+    resources: [networkpolicies]
+    verbs: [list, watch]
+  - apiGroups: [discovery.k8s.io]
+    resources: [endpointslices]
+    verbs: [list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-router"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}]
+EOF
+  say "kube-router: the NetworkPolicy controller only (iptables + ipset)"
+  start kube-router kube-router --kubeconfig="$DIR/pki/kubeconfig-system-kube-router" \
+    --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
+    --service-cluster-ip-range="$SVC_CIDR" --health-port=20244 --metrics-port=0
+  wait_for kube-router 60 in_ns sh -c 'curl -sf http://127.0.0.1:20244/healthz && iptables -S FORWARD | grep -q KUBE-ROUTER-FORWARD'
   wait_for "the metrics.k8s.io API" 60 kubectl wait --for=condition=Available apiservice/v1beta1.metrics.k8s.io --timeout=1s
   wait_for CoreDNS 60 in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8182 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'
   say "up: export KUBECONFIG=$DIR/kubeconfig"
@@ -502,6 +541,8 @@ down() {
   for _ in 1 2 3; do
     findmnt -rn -o TARGET | grep -E "^$DIR/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   done
+  # The kubelet's links to the pods' logs (always in /var/log/containers).
+  find /var/log/containers -maxdepth 1 -lname "$DIR/*" -delete 2>/dev/null
   # The pods' network namespaces that containerd left, then ours.
   if [[ -e /run/netns/$NS ]]; then ip netns del "$NS"; fi
   for s in /sys/fs/cgroup/*"$CGROUP_ROOT"; do
