@@ -4,7 +4,8 @@ package api
 
 import _ "embed"
 
-// OpenAPI is the OpenAPI 3 document of the service (version 1.0.0).
+// OpenAPI is the OpenAPI 3 document of the service; its info.version is the
+// interface version the binary serves.
 //
 //go:embed openapi.yaml
 var OpenAPI []byte
