@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -121,5 +122,43 @@ func TestChecker(t *testing.T) {
 				t.Errorf("%d checks failed, want %d", c.failed, tt.wantFailed)
 			}
 		})
+	}
+}
+
+// TestDump: -dump writes every main panel, with the legends filled in from
+// the series' labels.
+func TestDump(t *testing.T) {
+	rules, err := monitoring.LoadRules(chartFile(t, "prometheus-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := fakePrometheus(t, "", append(rules.Recorded, rules.Alerts...), "ok")
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "panels.json")
+	c := &checker{api: &api{base: srv.URL, http: srv.Client()}, o: options{
+		rules: chartFile(t, "prometheus-rules.yaml"), dashboard: chartFile(t, "grafana-dashboard.json"),
+		start: time.Unix(1700000000, 0), end: time.Unix(1700000600, 0), step: 5 * time.Second, rateInterval: "1m", dump: out,
+	}}
+	if err := c.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Dump
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Panels) != len(mainPanels) {
+		t.Fatalf("%d panels, want %d", len(d.Panels), len(mainPanels))
+	}
+	for i, p := range d.Panels {
+		if !strings.HasPrefix(p.Title, mainPanels[i].prefix) {
+			t.Errorf("panel %d is %q, want one starting %q", i, p.Title, mainPanels[i].prefix)
+		}
+		if p.Type == "timeseries" && (len(p.Series) == 0 || strings.Contains(p.Series[0].Legend, "{{")) {
+			t.Errorf("panel %q: series %+v, want legends filled in", p.Title, p.Series)
+		}
 	}
 }
