@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,8 +26,10 @@ import (
 )
 
 // TestMetricsExistInRealScrape builds plantstore from this repository, runs it
-// on a real redis-server, sends it traffic that reaches every outcome the
-// rules and the dashboard look at, scrapes its /metrics and checks that every
+// on a real redis-server with a webhook subscriber on loopback, sends it
+// traffic that reaches every outcome the rules and the dashboard look at
+// (webhook deliveries, retried and delivered, included), scrapes its
+// /metrics and checks that every
 // metric they read is exposed, with the labels they use and the histogram
 // buckets the latency SLO needs.
 func TestMetricsExistInRealScrape(t *testing.T) {
@@ -43,8 +46,19 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A webhook subscriber on loopback (allowed by --webhook-allow-cidrs),
+	// so that the create and the delete below are delivered and the
+	// delivery series exist.
+	hook := startHookReceiver(t)
+	subscribers := filepath.Join(t.TempDir(), "subscribers")
+	if err := os.WriteFile(subscribers, []byte(hook.url+hookPath+" "+hookSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	svc := startService(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-		"--redis-addr", redis.addr, "--auth-tokens-file", tokens, "--log-format", "json")
+		"--redis-addr", redis.addr, "--auth-tokens-file", tokens, "--log-format", "json",
+		"--webhook-subscribers-file", subscribers, "--webhook-allow-cidrs", "127.0.0.0/8",
+		"--webhook-poll-interval", "20ms", "--webhook-backoff-base", "50ms", "--webhook-backoff-max", "200ms",
+		"--webhook-stats-interval", "100ms")
 	svc.waitReady(t)
 
 	const plant = `{"id": 1, "name": "Monstera", "tag": "tropical"}`
@@ -69,6 +83,9 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 	} {
 		svc.expect(t, c.what, c.method, c.path, c.auth, c.body, c.want)
 	}
+	// The receiver refuses each event's first attempt, so both a retry and
+	// a delivery of the created and the deleted plant are counted.
+	svc.waitDelivered(t, hook, 2)
 	redis.stop()
 	svc.expect(t, "create with Redis stopped", http.MethodPost, "/plants", "Bearer "+token,
 		`{"id": 2, "name": "Aloe"}`, 503)
@@ -151,9 +168,111 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 		t.Error("plantstore_store_operation_duration_seconds has no operation=\"create\", outcome=\"unavailable\" series after the 503")
 	}
 
+	// The webhook series: a retry then a delivery of each event, their
+	// attempts timed, all under the subscriber's host:port (never its path
+	// or secret).
+	sub := strings.TrimPrefix(hook.url, "http://")
+	for _, want := range []struct {
+		outcome string
+		n       float64
+	}{{"retry", 2}, {"delivered", 2}} {
+		if got := counterSum(families["plantstore_webhook_deliveries_total"], map[string]string{"subscriber": sub, "outcome": want.outcome}); got != want.n {
+			t.Errorf("plantstore_webhook_deliveries_total{subscriber=%q, outcome=%q} = %v, want %v", sub, want.outcome, got, want.n)
+		}
+	}
+	if f := families["plantstore_webhook_delivery_duration_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+		t.Errorf("plantstore_webhook_delivery_duration_seconds is not a histogram in the scrape: %v", f)
+	} else if ms := series(f, map[string]string{"subscriber": sub}); len(ms) != 1 || ms[0].GetHistogram().GetSampleCount() != 4 {
+		t.Errorf("plantstore_webhook_delivery_duration_seconds{subscriber=%q}: %v, want one series of 4 attempts", sub, ms)
+	}
+	for _, name := range sortedKeys(families) {
+		for _, m := range families[name].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v := l.GetValue(); strings.Contains(v, hookPath) || strings.Contains(v, hookSecret) {
+					t.Errorf("%s%s carries the subscriber's path or secret", name, labelString(m))
+				}
+			}
+		}
+	}
+
 	if t.Failed() {
 		t.Logf("the scrape held these metric families: %s", strings.Join(sortedKeys(families), ", "))
 	}
+}
+
+// The subscriber of the scrape's service: a path and a secret that must
+// never reach a label.
+const (
+	hookPath   = "/hooks/monitoring-path-Q4v8"
+	hookSecret = "whsec_bW9uaXRvcmluZy13ZWJob29rLXNlY3JldC0zMmJ5dGVz"
+)
+
+// hookReceiver is a webhook subscriber on loopback that refuses the first
+// attempt of each webhook-id (503) and accepts the next ones (204).
+type hookReceiver struct {
+	url string
+
+	mu       sync.Mutex
+	attempts map[string]int // by webhook-id
+}
+
+func startHookReceiver(t *testing.T) *hookReceiver {
+	t.Helper()
+	h := &hookReceiver{attempts: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		id := r.Header.Get("webhook-id")
+		if r.URL.Path != hookPath || id == "" || r.Header.Get("webhook-signature") == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		h.mu.Lock()
+		h.attempts[id]++
+		first := h.attempts[id] == 1
+		h.mu.Unlock()
+		if first {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL
+	return h
+}
+
+// waitDelivered waits until the service counts n webhook deliveries (2xx)
+// in its scrape, each of n events received twice.
+func (s *service) waitDelivered(t *testing.T, h *hookReceiver, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		h.mu.Lock()
+		events, done := len(h.attempts), 0
+		for _, a := range h.attempts {
+			if a >= 2 {
+				done++
+			}
+		}
+		h.mu.Unlock()
+		if done == n && events == n &&
+			counterSum(s.scrape(t)["plantstore_webhook_deliveries_total"], map[string]string{"outcome": "delivered"}) == float64(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d webhook events delivered (%d received) within 15s:\n%s", done, n, events, s.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// counterSum adds up the counters of f whose labels include want.
+func counterSum(f *dto.MetricFamily, want map[string]string) float64 {
+	var sum float64
+	for _, m := range series(f, want) {
+		sum += m.GetCounter().GetValue()
+	}
+	return sum
 }
 
 // referencedMetrics returns every metric the rules and the dashboard read,
