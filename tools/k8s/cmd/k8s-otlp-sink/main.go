@@ -7,7 +7,10 @@
 // answers
 //
 //	GET /traces/ID   200 if a span of trace ID (32 hex digits) arrived, else 404
-//	GET /stats       {"requests": N, "spans": N, "traces": N} as JSON
+//	GET /stats       {"requests": N, "spans": N, "traces": N, "hooks": N} as JSON
+//
+// It also takes webhook deliveries (POST /hooks/..., counted and answered
+// 204), so that the same pod can be the release's webhook subscriber.
 //
 // It decodes only the fields it needs (resource_spans → scope_spans → spans
 // → trace_id) with a protobuf walk of its own, so this module needs no
@@ -52,6 +55,7 @@ type sink struct {
 	traces   map[[16]byte]struct{}
 	requests int
 	spans    int
+	hooks    int
 }
 
 func newSink(max int) *sink { return &sink{max: max, traces: map[[16]byte]struct{}{}} }
@@ -61,6 +65,7 @@ func (s *sink) handler() http.Handler {
 	mux.HandleFunc("POST /v1/traces", s.export)
 	mux.HandleFunc("GET /traces/{id}", s.lookup)
 	mux.HandleFunc("GET /stats", s.stats)
+	mux.HandleFunc("POST /hooks/", s.hook)
 	return mux
 }
 
@@ -118,10 +123,19 @@ func (s *sink) lookup(w http.ResponseWriter, r *http.Request) {
 
 func (s *sink) stats(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
-	out := map[string]int{"requests": s.requests, "spans": s.spans, "traces": len(s.traces)}
+	out := map[string]int{"requests": s.requests, "spans": s.spans, "traces": len(s.traces), "hooks": s.hooks}
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// hook takes one webhook delivery.
+func (s *sink) hook(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 1<<20))
+	s.mu.Lock()
+	s.hooks++
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // traceIDs returns the trace id of every span of an ExportTraceServiceRequest:

@@ -133,7 +133,12 @@ func TestSinkHTTP(t *testing.T) {
 			t.Errorf("GET %s: %d, want %d", tt.path, c, tt.want)
 		}
 	}
-	if _, body := get("/stats"); strings.TrimSpace(body) != `{"requests":2,"spans":3,"traces":2}` {
+	resp, err := http.Post(srv.URL+"/hooks/plantstore", "application/json", strings.NewReader(`{"type":"plant.created"}`))
+	if err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("webhook delivery: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if _, body := get("/stats"); strings.TrimSpace(body) != `{"hooks":1,"requests":2,"spans":3,"traces":2}` {
 		t.Errorf("stats %s", body)
 	}
 }

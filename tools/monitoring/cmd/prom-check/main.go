@@ -28,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -387,7 +388,7 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 				if err != nil {
 					return err
 				}
-				if len(v) > 0 {
+				if len(v) > 0 && !math.IsNaN(v[0].Value) && !math.IsInf(v[0].Value, 0) {
 					f := v[0].Value
 					dp.Stat = &f
 				}
@@ -402,6 +403,9 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 					return s.Metric[legendLabel.FindStringSubmatch(l)[1]]
 				})}
 				for _, v := range s.Values {
+					if math.IsNaN(v[1]) || math.IsInf(v[1], 0) { // no JSON for them; Grafana leaves a gap too
+						continue
+					}
 					ds.Points = append(ds.Points, [2]float64{v[0], v[1]})
 				}
 				dp.Series = append(dp.Series, ds)
