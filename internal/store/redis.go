@@ -41,10 +41,10 @@ func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 // and a retry of the same plant replays it, waiting for the replicas again.
 var ErrNotReplicated = errors.New("fewer replicas than required acknowledged the write")
 
-// WaitForReplicas makes every create wait until n replicas acknowledged it,
-// for at most timeout (n = 0: never wait, the default). The timeout must stay
-// below the client's read timeout and the request's deadline, or the wait
-// ends as a timeout instead of as an answer.
+// WaitForReplicas makes every create and delete wait until n replicas
+// acknowledged it, for at most timeout (n = 0: never wait, the default). The
+// timeout must stay below the client's read timeout and the request's
+// deadline, or the wait ends as a timeout instead of as an answer.
 //
 // A create sends the create script and WAIT n timeout in one pipeline, on
 // one connection: WAIT counts the replicas that have acknowledged every write
@@ -57,7 +57,10 @@ var ErrNotReplicated = errors.New("fewer replicas than required acknowledged the
 // and waits again: a 200, created or replayed, means the plant was on the
 // master and n replicas acknowledged it. A conflict (409) is answered
 // whatever the replicas acknowledged (it promises nothing durable), though the
-// pipelined WAIT may hold it for up to the timeout.
+// pipelined WAIT may hold it for up to the timeout. A delete pipelines its
+// script and WAIT the same way (deleteAcknowledged). Either script's event,
+// with webhooks on, is one of its writes: a change the replicas acknowledged
+// has its event on them too.
 func (r *Redis) WaitForReplicas(n int, timeout time.Duration) *Redis {
 	r.acks, r.ackTimeout = n, timeout
 	return r

@@ -187,12 +187,44 @@ func (r *Redis) Delete(ctx context.Context, id int64) error {
 		}
 		script, keys, args = deleteEventScript, append(keys, r.EventsKey(shard(id))), append(args, envelope)
 	}
+	if r.acks > 0 {
+		return r.deleteAcknowledged(ctx, id, script, keys, args)
+	}
 	n, err := script.Run(ctx, r.client, keys, args...).Int()
 	if err != nil {
 		return classify(fmt.Errorf("deleting plant %d: %w", id, err))
 	}
 	if n == 0 {
 		return fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
+	}
+	return nil
+}
+
+// deleteAcknowledged is Delete when replicas must acknowledge (see
+// WaitForReplicas): the delete script and WAIT go in one pipeline on one
+// connection, so a delete answers done only once the plant's removal, and
+// the event the script recorded with it, reached the replicas; otherwise it
+// is unavailable (503), the plant maybe deleted on the master, and a retry
+// is safe. A missing plant (404) is answered whatever the replicas, like a
+// conflict: it changed nothing and promises nothing durable.
+func (r *Redis) deleteAcknowledged(ctx context.Context, id int64, script *redis.Script, keys []string, args []any) error {
+	var del *redis.Cmd
+	err := r.pipelineWait(ctx, keys[0], func(pipe redis.Pipeliner) {
+		del = script.EvalSha(ctx, pipe, keys, args...)
+	})
+	if del == nil { // no connection to the master at all
+		return err
+	}
+	n, delErr := del.Int()
+	switch {
+	case delErr != nil && redirected([]redis.Cmder{del}):
+		return err // the deadline passed while the slot moved
+	case delErr != nil:
+		return classify(fmt.Errorf("deleting plant %d: %w", id, delErr))
+	case n == 0:
+		return fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("plant %d deleted on the master: %w", id, err)
 	}
 	return nil
 }

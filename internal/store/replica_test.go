@@ -256,3 +256,54 @@ func TestRedisReplicaAcksCluster(t *testing.T) {
 		t.Fatalf("%d acknowledged and %d refused: the ids did not cover both kinds of master", acked, refused)
 	}
 }
+
+// TestRedisReplicaAcksDelete: with a replica acknowledging, a delete answers
+// done and the replica no longer holds the plant, nor lacks the events of
+// the create and the delete (recording on: the scripts' own writes); with the
+// replica stopped, a delete fails with ErrNotReplicated within the ack
+// timeout (the plant gone from the master), and a delete of a missing plant
+// answers ErrNotFound whatever the replicas.
+func TestRedisReplicaAcksDelete(t *testing.T) {
+	master := redistest.Start(t)
+	replica := redistest.StartReplica(t, master)
+	client := newClient(t, store.RedisOptions{Addrs: []string{master.Addr}})
+	rec := store.NewRecording()
+	rec.Set(true)
+	r := store.NewRedis(client, "plantstore:").WaitForReplicas(1, ackTimeout).RecordEvents(rec)
+	patient := store.NewRedis(client, "plantstore:").WaitForReplicas(1, patientAcks).RecordEvents(rec)
+	ctx := context.Background()
+	del := func(r *store.Redis, id int64) (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := r.Delete(ctx, id)
+		return time.Since(start), err
+	}
+
+	for _, id := range []int64{1, 2} {
+		if outcome, _, err := create(patient, id, "Monstera"); err != nil || outcome != plant.Created {
+			t.Fatalf("Create(%d) = %v, %v; want Created", id, outcome, err)
+		}
+	}
+	if _, err := del(patient, 1); err != nil {
+		t.Fatalf("Delete with a replica = %v", err)
+	}
+	// Acknowledged, so the replica has the delete and both events already.
+	if n, err := replica.Client().Exists(ctx, r.Key(1)).Result(); err != nil || n != 0 {
+		t.Fatalf("replica still has plant 1: %d, %v", n, err)
+	}
+	if n, err := replica.Client().XLen(ctx, r.EventsKey(1)).Result(); err != nil || n != 2 {
+		t.Fatalf("replica's outbox of shard 1 holds %d events (%v), want 2 (created, deleted)", n, err)
+	}
+
+	replica.Pause()
+	defer replica.Resume()
+	took, err := del(r, 2)
+	wantNotReplicated(t, "delete with the replica stopped", 0, took, err)
+	if n, err := master.Client().Exists(ctx, r.Key(2)).Result(); err != nil || n != 0 {
+		t.Fatalf("master still has plant 2 after its unacknowledged delete: %d, %v", n, err)
+	}
+	if _, err := del(r, 3); !errors.Is(err, plant.ErrNotFound) {
+		t.Fatalf("Delete of a missing plant with the replica stopped = %v; want ErrNotFound", err)
+	}
+}
