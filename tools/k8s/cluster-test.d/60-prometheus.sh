@@ -1,0 +1,300 @@
+# shellcheck shell=bash
+# A real Prometheus, made by the Prometheus Operator, monitoring plantstore
+# through the chart's own ServiceMonitor and PrometheusRule, as on a user's
+# cluster: the operator (v0.85.0) and Prometheus (v3.5.0) are built from
+# their Go modules (tools/k8s/prometheus-operator, tools/k8s/prometheus) and
+# run from images made FROM scratch (images.sh); the CRDs and the operator's
+# RBAC and Deployment are the operator module's own example manifests. The
+# service exports its sampled spans to an OTLP sink (cmd/k8s-otlp-sink)
+# standing in for a collector, so its exemplars carry real trace ids; the
+# sink is its webhook subscriber too.
+#
+# Shown: the targets are up; native histograms are ingested beside the
+# classic buckets; exemplars carry 32-hex trace ids of traces the collector
+# received; every dashboard target and recording rule has data and every
+# alerting rule evaluates (tools/monitoring/cmd/prom-check); the main panels
+# drawn from the real data (tools/monitoring/cmd/dashboard-png); and
+# PlantstoreStoreUnavailable goes pending -> firing within its `for` during a
+# real Redis outage under load, and resolves after.
+#
+# For speed the scrape and evaluation intervals are 5 s (the Prometheus CR,
+# and the chart's serviceMonitor.interval, which overrides the CR's); the
+# rules are the chart's, unchanged, so the alert still waits its 2 minutes
+# and resolves only when its 5-minute rate window no longer holds a 503.
+#
+# Environment: CLUSTER_DASHBOARD_PNG, where to write the panels' PNG
+# (default in $TMPDIR; docs/dashboard-on-cluster.png is one such run).
+# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
+
+PROM_NS=monitoring
+OBS_NS=observability
+APP_NS=prom-app
+PROM_VERSION=v3.5.0
+OP_VERSION=$(cd "$TOOLS_MOD/prometheus-operator" && GOWORK=off go list -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator)
+OP_DIR=$(cd "$TOOLS_MOD/prometheus-operator" && GOWORK=off go mod download -json github.com/prometheus-operator/prometheus-operator | jq -r .Dir)
+PNG=${CLUSTER_DASHBOARD_PNG:-${TMPDIR:-/tmp}/plantstore-dashboard-on-cluster.png}
+prom_t0=$SECONDS
+
+stage "Prometheus Operator $OP_VERSION: CRDs, RBAC and Deployment from its module"
+# Server-side: the CRDs are too large for the last-applied annotation, and
+# 30-values.sh may have created two of them already.
+kubectl apply --server-side --force-conflicts -f "$OP_DIR/example/prometheus-operator-crd/" >/dev/null
+kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
+restricted_ns "$PROM_NS"
+# The examples live in namespace default, pulling from quay.io: our
+# namespace and the images the node has.
+for f in prometheus-operator/prometheus-operator-service-account.yaml prometheus-operator/prometheus-operator-cluster-role.yaml \
+  prometheus-operator/prometheus-operator-cluster-role-binding.yaml prometheus-operator/prometheus-operator-deployment.yaml \
+  prometheus/prometheus-service-account.yaml prometheus/prometheus-cluster-role.yaml prometheus/prometheus-cluster-role-binding.yaml; do
+  sed -e "s#namespace: default#namespace: $PROM_NS#" \
+    -e "s#quay.io/prometheus-operator/#plantstore.test/#g" "$OP_DIR/example/rbac/$f"
+  echo ---
+done | kubectl apply -n "$PROM_NS" -f - >"$CLUSTER_DIR/logs/prometheus-operator-apply.log" 2>&1 ||
+  { fail "applying the operator's manifests"; tail -n 5 "$CLUSTER_DIR/logs/prometheus-operator-apply.log"; }
+t=$SECONDS
+if kubectl rollout status -n "$PROM_NS" deployment/prometheus-operator --timeout=120s >/dev/null; then
+  pass "prometheus-operator $OP_VERSION Ready in $((SECONDS - t))s (its module's RBAC and Deployment, namespace enforcing restricted)"
+else
+  fail "prometheus-operator not Ready"; kubectl logs -n "$PROM_NS" deployment/prometheus-operator --tail=20 || true
+fi
+
+stage "an OTLP sink as the collector ($OBS_NS/otel-collector), plantstore with ServiceMonitor, PrometheusRule and tracing"
+restricted_ns "$OBS_NS"
+kubectl apply -n "$OBS_NS" -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: otel-collector}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app.kubernetes.io/name: otel-collector}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: otel-collector}}
+    spec:
+      automountServiceAccountToken: false
+      containers:
+        - name: sink
+          image: plantstore.test/otlp-sink:1
+          imagePullPolicy: Never
+          args: [-addr, ":4318"]
+          ports: [{name: otlp-http, containerPort: 4318}]
+          readinessProbe: {httpGet: {path: /stats, port: 4318}, periodSeconds: 2}
+          $SECURE
+---
+apiVersion: v1
+kind: Service
+metadata: {name: otel-collector}
+spec:
+  selector: {app.kubernetes.io/name: otel-collector}
+  ports: [{name: otlp-http, port: 4318, targetPort: 4318}]
+EOF
+restricted_ns "$APP_NS"
+# Two clients: the load's, unlimited (the first raw token, which k8s-load
+# uses), and one held to 1 request a second, so that the dashboard's
+# rate-limit panel has 429s to show.
+load_token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') limited_token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+# The sink is the webhook subscriber too (a ClusterIP: allowed explicitly).
+whsec=whsec_$(head -c 24 /dev/urandom | base64)
+t=$SECONDS
+# The labels a kube-prometheus-stack user sets (ci/full-values.yaml); the
+# classic buckets kept beside the native histograms (the latency SLO reads
+# them); tracing to the sink, sampling the chart's default 10%.
+if helm install "$REL" "$CHART" -n "$APP_NS" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" \
+  --set serviceMonitor.enabled=true --set serviceMonitor.labels.release=kube-prometheus-stack \
+  --set serviceMonitor.scrapeClassicHistograms=true --set serviceMonitor.interval=5s --set serviceMonitor.scrapeTimeout=4s \
+  --set prometheusRule.enabled=true --set prometheusRule.labels.release=kube-prometheus-stack \
+  --set otel.endpoint=http://otel-collector.$OBS_NS.svc:4318 \
+  --set-string "auth.tokens[0]=$load_token name=load" --set-string "auth.tokens[1]=$limited_token name=limited rate=1/s burst=1" \
+  --set-string "webhooks.subscribers[0]=http://otel-collector.$OBS_NS.svc:4318/hooks/plantstore $whsec" --set "webhooks.allowCIDRs={10.96.0.0/16}" \
+  --wait --timeout 240s >"$CLUSTER_DIR/logs/install-$APP_NS.log" 2>&1 &&
+  kubectl rollout status -n "$OBS_NS" deployment/otel-collector --timeout=60s >/dev/null; then
+  pass "plantstore (ServiceMonitor, PrometheusRule, OTLP to the sink) and the sink Ready in $((SECONDS - t))s"
+else
+  fail "helm install with serviceMonitor, prometheusRule and otel"; tail -n 20 "$CLUSTER_DIR/logs/install-$APP_NS.log"
+fi
+
+stage "Prometheus $PROM_VERSION from a Prometheus CR: the operator's StatefulSet"
+sel="{matchLabels: {release: kube-prometheus-stack}}"
+nssel="{matchLabels: {kubernetes.io/metadata.name: $APP_NS}}"
+kubectl apply -n "$PROM_NS" -f - >/dev/null <<EOF
+apiVersion: monitoring.coreos.com/v1
+kind: Prometheus
+metadata: {name: plantstore}
+spec:
+  image: plantstore.test/prometheus:$PROM_VERSION
+  version: $PROM_VERSION
+  imagePullPolicy: Never
+  replicas: 1
+  serviceAccountName: prometheus
+  # Short, so that the scenario is quick; the chart's ServiceMonitor sets
+  # its own (serviceMonitor.interval), which wins.
+  scrapeInterval: 5s
+  evaluationInterval: 5s
+  # Native histograms (Prometheus 3.5: a feature flag) need the protobuf
+  # exposition, which must come first among the protocols offered.
+  enableFeatures: [native-histograms, exemplar-storage]
+  scrapeProtocols: [PrometheusProto, OpenMetricsText1.0.0, OpenMetricsText0.0.1, PrometheusText0.0.4]
+  exemplars: {maxSize: 100000}
+  serviceMonitorSelector: $sel
+  serviceMonitorNamespaceSelector: $nssel
+  ruleSelector: $sel
+  ruleNamespaceSelector: $nssel
+  retention: 1h
+  securityContext: {runAsNonRoot: true, runAsUser: 65534, runAsGroup: 65534, fsGroup: 65534, seccompProfile: {type: RuntimeDefault}}
+  resources: {requests: {cpu: 100m, memory: 256Mi}}
+EOF
+t=$SECONDS
+until kubectl get statefulset -n "$PROM_NS" prometheus-plantstore >/dev/null 2>&1 || ((SECONDS - t > 60)); do sleep 1; done
+if kubectl rollout status -n "$PROM_NS" statefulset/prometheus-plantstore --timeout=180s >/dev/null; then
+  pass "the operator made StatefulSet prometheus-plantstore; Ready in $((SECONDS - t))s"
+else
+  fail "Prometheus StatefulSet not Ready"; kubectl get pods -n "$PROM_NS" -o wide; kubectl get events -n "$PROM_NS" | tail -n 10
+fi
+kubectl get pods -n "$PROM_NS" -o wide
+# The API from the host: a port-forward of the operator's governing Service.
+kubectl port-forward -n "$PROM_NS" svc/prometheus-operated :9090 >"$CLUSTER_DIR/logs/prometheus-port-forward.log" 2>&1 &
+pf_pid=$!
+for _ in $(seq 50); do grep -q 'Forwarding from 127.0.0.1:' "$CLUSTER_DIR/logs/prometheus-port-forward.log" && break; sleep 0.2; done
+PROM=http://127.0.0.1:$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\).*/\1/p' "$CLUSTER_DIR/logs/prometheus-port-forward.log" | head -n 1)
+# pq QUERY: an instant query's result (JSON).
+pq() { { curl -fsS --get --data-urlencode "query=$1" "$PROM/api/v1/query" || echo '{}'; } | jq -c '.data.result // []'; }
+# papi PATH: a GET of the API (JSON; {} when it fails).
+papi() { curl -fsS "$PROM$1" || echo '{}'; }
+version=$(papi /api/v1/status/buildinfo | jq -r .data.version)
+flags=$(papi /api/v1/status/flags | jq -r '.data["enable-feature"]')
+echo "Prometheus $version at $PROM (port-forward), --enable-feature=$flags"
+
+stage "under load: targets up, native histograms, exemplars with trace ids"
+load_t0=$(date +%s)
+load_start "$APP_NS" load-prom 45
+# Refused requests, for the dashboard's auth failure and rate-limit panels:
+# no token, a wrong token, and a burst of the limited client's.
+limited=$(client "$APP_NS" refused '
+for i in 1 2 3 4 5; do
+  curl -s -o /dev/null -X POST http://'"$REL"':8080/plants -H "Content-Type: application/json" -d "{\"id\": $i, \"name\": \"x\"}"
+  curl -s -o /dev/null -X POST http://'"$REL"':8080/plants -H "Authorization: Bearer wrong" -H "Content-Type: application/json" -d "{\"id\": $i, \"name\": \"x\"}"
+done
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  curl -s -o /dev/null -w "%{http_code} " http://'"$REL"':8080/plants/$i -H "Authorization: Bearer '"$limited_token"'"
+done')
+echo "the limited client's burst: $limited"
+api_pods=$(kubectl get pods -n "$APP_NS" -l app.kubernetes.io/component=api --no-headers | wc -l)
+t=$SECONDS up=0
+until ((SECONDS - t > 60)); do
+  up=$(papi "/api/v1/targets?state=active" | jq '[.data.activeTargets[]? | select(.labels.job == "plantstore" and .health == "up")] | length')
+  ((up == api_pods)) && break
+  sleep 2
+done
+pools=$(papi "/api/v1/targets?state=active" | jq -r '[.data.activeTargets[]? | select(.labels.job == "plantstore") | .scrapePool] | unique | join(",")')
+if ((up == api_pods && api_pods > 0)); then
+  pass "targets up: $up of $api_pods API pods, job=\"plantstore\", scrape pool $pools (the chart's ServiceMonitor), after $((SECONDS - t))s"
+else
+  fail "targets up: $up of $api_pods"; papi /api/v1/targets | jq -c '.data.activeTargets[]? | {scrapePool, health, lastError}' | head -n 5
+fi
+sleep 20 # a few scrapes of the load
+
+native=$(pq 'sum by (route) (histogram_count(rate(plantstore_http_request_duration_seconds{job="plantstore"}[1m])))')
+classic=$(pq 'count(plantstore_http_request_duration_seconds_bucket{job="plantstore"})' | jq -r '.[0].value[1] // 0')
+buckets=$(pq 'plantstore_http_request_duration_seconds{job="plantstore", method="POST", route="/plants", code="200"}' | jq '[.[].histogram[1].buckets | length] | max // 0')
+native_rate=$(jq -r '[.[] | select(.metric.route == "/plants") | .value[1] | tonumber] | add // 0 | floor' <<<"$native")
+echo "native histogram_count rate by route: $native"
+if ((native_rate > 0 && classic > 0 && buckets > 0)); then
+  pass "native histograms ingested: histogram_count(rate(plantstore_http_request_duration_seconds[1m])) = $native_rate/s on /plants, the POST /plants 200 series a native histogram of $buckets buckets; the classic _bucket series kept beside them ($classic)"
+else
+  fail "native histograms: rate $native_rate, native buckets $buckets, classic bucket series $classic"
+fi
+
+ex=$(curl -fsS --get --data-urlencode 'query={__name__=~"plantstore_http_request_duration_seconds(_bucket)?", job="plantstore"}' \
+  --data-urlencode "start=$load_t0" --data-urlencode "end=$(date +%s)" "$PROM/api/v1/query_exemplars" || echo '{"data": []}')
+ex_total=$(jq '[.data[].exemplars[]] | length' <<<"$ex")
+ex_by_name=$(jq -c '[.data[] | {n: .seriesLabels.__name__, c: (.exemplars | length)}] | group_by(.n) | map({(.[0].n): (map(.c) | add)}) | add // {}' <<<"$ex")
+ex_bad=$(jq '[.data[].exemplars[] | select((.labels.trace_id // "") | test("^[0-9a-f]{32}$") | not)] | length' <<<"$ex")
+# Up to 20 of the trace ids, of exemplars older than the exporter's batch
+# delay (5 s) and then some: those spans must have reached the collector.
+ids=$(jq -r --argjson before "$(($(date +%s) - 12))" '[.data[].exemplars[] | select(.timestamp <= $before) | .labels.trace_id] | unique | .[:20] | join(" ")' <<<"$ex")
+received=$(client "$OBS_NS" trace-lookup '
+n=0; for id in '"$ids"'; do
+  [ "$(curl -s -o /dev/null -w "%{http_code}" http://otel-collector:4318/traces/$id)" = 200 ] && n=$((n + 1))
+done
+echo "$n $(curl -s http://otel-collector:4318/stats)"')
+looked=$(wc -w <<<"$ids") rcv=${received%% *}
+[[ $rcv =~ ^[0-9]+$ ]] || rcv=0
+echo "exemplars by series name: $ex_by_name; the sink: ${received#* }"
+if ((ex_total > 0 && ex_bad == 0 && rcv == looked && looked > 0)); then
+  pass "exemplars: $ex_total from /api/v1/query_exemplars, every trace_id 32 hex digits; $looked of $looked looked up were received by the collector"
+else
+  fail "exemplars: $ex_total, $ex_bad malformed, $rcv of $looked received by the collector"
+fi
+figures "prometheus-ingest targets_up=$up native_rate_plants=$native_rate native_buckets=$buckets classic_bucket_series=$classic exemplars=$ex_total exemplars_by_name=$ex_by_name"
+
+stage "Redis down under load: PlantstoreStoreUnavailable pending -> firing -> resolved"
+alert=PlantstoreStoreUnavailable
+# Its `for`, read from the rules (minutes), in seconds.
+alert_for=$(($(awk -v a="alert: $alert\$" '$0 ~ a {f = 1} f && /^ *for:/ {sub(/.*for: */, ""); sub(/m$/, ""); print; exit}' "$CHART/files/prometheus-rules.yaml") * 60))
+alert_state() { papi /api/v1/alerts | jq -r --arg a "$alert" 'if .data.alerts == null then "unknown" else [.data.alerts[] | select(.labels.alertname == $a) | .state] | if length == 0 then "inactive" elif any(. == "firing") then "firing" else "pending" end end'; }
+RATE=100 load_start "$APP_NS" load-outage 240
+sleep 3
+t_down=$(ms)
+kubectl scale statefulset -n "$APP_NS" "$REL-redis" --replicas=0 >/dev/null
+t_pending=0 t_firing=0
+while (($(ms) - t_down < (alert_for + 90) * 1000)); do
+  s=$(alert_state)
+  [[ $s == pending ]] && ((t_pending == 0)) && t_pending=$(ms)
+  if [[ $s == firing ]]; then t_firing=$(ms); ((t_pending)) || t_pending=$t_firing; break; fi
+  sleep 1
+done
+kubectl scale statefulset -n "$APP_NS" "$REL-redis" --replicas=1 >/dev/null
+t_up=$(ms)
+until kubectl get pod -n "$APP_NS" "$REL-redis-0" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True; do
+  (($(ms) - t_up < 120000)) || { fail "Redis not Ready again within 120s"; break; }
+  sleep 0.5
+done
+t_ready=$(ms)
+kubectl delete pod -n "$APP_NS" load-outage --wait=false >/dev/null
+pending_s=$(((t_pending - t_down) / 1000)) firing_s=$(((t_firing - t_down) / 1000))
+if ((t_firing && t_firing - t_down <= (alert_for + 30) * 1000)); then
+  pass "$alert pending ${pending_s}s and firing ${firing_s}s after Redis went down (for: ${alert_for}s, + scrape and evaluation every 5s)"
+else
+  fail "$alert: pending after ${pending_s}s, firing after ${firing_s}s (want firing within ${alert_for}s + 30s)"
+fi
+
+# While the alert's 5-minute window drains: the dashboard and the rules on
+# the data of this scenario (load, outage and recovery in range).
+stage "every dashboard target and rule on the real data; the main panels drawn"
+dump=$CLUSTER_DIR/dashboard-panels.json
+(cd "$REPO/tools" && GOWORK=off go run ./monitoring/cmd/prom-check -prometheus "$PROM" \
+  -rules "$CHART/files/prometheus-rules.yaml" -dashboard "$CHART/files/grafana-dashboard.json" \
+  -start "$load_t0" -dump "$dump") >"$CLUSTER_DIR/logs/prom-check.log" 2>&1 || true
+while IFS= read -r line; do
+  case $line in
+    PASS*) pass "${line#PASS  }" ;;
+    FAIL*) fail "${line#FAIL  }" ;;
+    *) echo "$line" ;;
+  esac
+done <"$CLUSTER_DIR/logs/prom-check.log"
+grep -q '^PASS' "$CLUSTER_DIR/logs/prom-check.log" || fail "prom-check ran no check: $(tail -n 3 "$CLUSTER_DIR/logs/prom-check.log")"
+if (cd "$REPO/tools/monitoring/cmd/dashboard-png" && GOWORK=off go run . -in "$dump" -out "$PNG" \
+  -outage "$((t_down / 1000)),$((t_ready / 1000))" \
+  -title "plantstore dashboard (main panels) from Prometheus $version on the test cluster") >"$CLUSTER_DIR/logs/dashboard-png.log" 2>&1; then
+  pass "main panels drawn from the real Prometheus data: $PNG ($(stat -c %s "$PNG") bytes)"
+else
+  fail "dashboard-png: $(tail -n 3 "$CLUSTER_DIR/logs/dashboard-png.log")"
+fi
+
+t_resolved=0
+while (($(ms) - t_ready < 420000)); do
+  [[ $(alert_state) == inactive ]] && { t_resolved=$(ms); break; }
+  sleep 2
+done
+resolved_s=$(((t_resolved - t_ready) / 1000))
+if ((t_resolved)); then
+  pass "$alert resolved ${resolved_s}s after Redis was Ready again (its rate windows are 5m)"
+else
+  fail "$alert still $(alert_state) 420s after Redis was Ready again"
+fi
+figures "prometheus alert=$alert for_s=$alert_for pending_after_s=$pending_s firing_after_s=$firing_s redis_down_s=$(((t_ready - t_down) / 1000)) resolved_after_ready_s=$resolved_s scrape_interval_s=5 eval_interval_s=5 scenario_s=$((SECONDS - prom_t0))"
+
+kill "$pf_pid" 2>/dev/null || true
+kubectl delete prometheus -n "$PROM_NS" plantstore --wait=false >/dev/null 2>&1 || true
+kubectl delete namespace "$APP_NS" "$OBS_NS" "$PROM_NS" --wait=false >/dev/null
+kubectl delete clusterrole,clusterrolebinding prometheus prometheus-operator --ignore-not-found >/dev/null
+kubectl delete service,endpoints -n kube-system kubelet --ignore-not-found >/dev/null
