@@ -52,6 +52,26 @@ func TestGuardCheck(t *testing.T) {
 		{"64:ff9b::a9fe:a9fe", nil, false}, // NAT64 of 169.254.169.254
 		{"2002:a00:1::1", nil, false},      // 6to4 of 10.0.0.1
 		{"::127.0.0.1", nil, false},        // IPv4-compatible
+		// The IPv6 forms of each IPv4 range: mapped, IPv4-compatible,
+		// NAT64 (well-known and local-use) and 6to4.
+		{"::ffff:127.8.9.10", nil, false},
+		{"::ffff:172.16.0.1", nil, false},
+		{"::ffff:192.168.1.1", nil, false},
+		{"::ffff:a9fe:1", nil, false}, // 169.254.0.1 in hex
+		{"::10.0.0.1", nil, false},
+		{"::169.254.169.254", nil, false},
+		{"64:ff9b::7f00:1", nil, false},   // NAT64 of 127.0.0.1
+		{"64:ff9b::c0a8:101", nil, false}, // NAT64 of 192.168.1.1
+		{"64:ff9b:1::a00:1", nil, false},  // local-use NAT64 of 10.0.0.1
+		{"2002:7f00:1::1", nil, false},    // 6to4 of 127.0.0.1
+		{"2002:c0a8:101::1", nil, false},  // 6to4 of 192.168.1.1
+		{"2002:a9fe:a9fe::1", nil, false}, // 6to4 of 169.254.169.254
+		// IPv6 link-local across fe80::/10, with a zone, and site-local.
+		{"fe80::a9fe:a9fe", nil, false},
+		{"febf:ffff::1", nil, false},
+		{"fe80::1%eth0", nil, false},
+		{"fec0::1", nil, false},
+		{"fdff:ffff::1", nil, false},
 		{"127.0.0.1", loopback, true},
 		{"::ffff:127.0.0.1", loopback, true},
 		{"::1", loopback, false},
@@ -91,10 +111,22 @@ func TestGuardDial(t *testing.T) {
 		"private.test":        {netip.MustParseAddr("10.0.0.7")},
 		"mapped.test":         {netip.MustParseAddr("::ffff:127.0.0.1")},
 		"v6.test":             {netip.MustParseAddr("::1")},
+		"link-local-v6.test":  {netip.MustParseAddr("fe80::1")},
+		"ula.test":            {netip.MustParseAddr("fd00::7")},
+		"nat64.test":          {netip.MustParseAddr("64:ff9b::7f00:1")},
+		"private-192.test":    {netip.MustParseAddr("192.168.0.10")},
+		// Every answer internal: each is refused, none dialled.
+		"several.test": {netip.MustParseAddr("::1"), netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("169.254.169.254")},
+		// Hosts that are not IP literals to netip but that some resolvers
+		// (inet_aton) read as 127.0.0.1: refused on the address dialled.
+		"2130706433": {netip.MustParseAddr("127.0.0.1")},
+		"0x7f.1":     {netip.MustParseAddr("127.0.0.1")},
 	}
 	ctx := context.Background()
 	for _, addr := range []string{"127.0.0.1:" + port, "hooks.internal.test:" + port, "metadata.test:80", "private.test:80",
-		"mapped.test:" + port, "v6.test:" + port, "[::ffff:127.0.0.1]:" + port} {
+		"mapped.test:" + port, "v6.test:" + port, "[::ffff:127.0.0.1]:" + port, "[::1]:" + port, "[fe80::1%lo]:" + port,
+		"link-local-v6.test:80", "ula.test:80", "nat64.test:" + port, "private-192.test:80", "several.test:" + port,
+		"2130706433:" + port, "0x7f.1:" + port, "169.254.169.254:80", "[fd00:ec2::254]:80"} {
 		c, err := NewGuard(nil).DialContext(resolver, time.Second)(ctx, "tcp", addr)
 		if err == nil {
 			c.Close()
@@ -118,6 +150,31 @@ func TestGuardDial(t *testing.T) {
 			continue
 		}
 		c.Close()
+	}
+}
+
+// TestSenderRefusesInternal: the sender's transport goes through the guard:
+// without an allowed prefix a subscriber on loopback, by address or by name,
+// is refused before any connection, and the failure is ErrForbiddenAddress.
+func TestSenderRefusesInternal(t *testing.T) {
+	var accepted atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { accepted.Add(1) }))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	_, key := testSecret(t, 'r')
+	s := NewSender(NewGuard(nil), nil, time.Second, 1, "plantstore/test")
+	for _, raw := range []string{srv.URL + "/hook", "http://localhost:" + port + "/hook", "http://[::ffff:127.0.0.1]:" + port + "/hook"} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, err := s.Send(context.Background(), Subscriber{URL: u, Secrets: []Secret{key}, Name: u.Host}, testEvent(), time.Now())
+		if !errors.Is(err, ErrForbiddenAddress) || status != 0 {
+			t.Errorf("send to %s: %d, %v; want ErrForbiddenAddress", raw, status, err)
+		}
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Fatalf("%d requests reached the listener", n)
 	}
 }
 
