@@ -235,13 +235,14 @@ func TestChaosWebhookSentinelFailover(t *testing.T) {
 	}
 	// The new master holds every acknowledged change.
 	var lostChanges []string
+	newMaster := promoted.Client()
 	for id := range created {
-		if !deleted[id] && !mayBeDeleted[id] && !exists(t, promoted.Client(), id) {
+		if !deleted[id] && !mayBeDeleted[id] && !exists(t, newMaster, id) {
 			lostChanges = append(lostChanges, fmt.Sprintf("created %d", id))
 		}
 	}
 	for id := range deleted {
-		if exists(t, promoted.Client(), id) {
+		if exists(t, newMaster, id) {
 			lostChanges = append(lostChanges, fmt.Sprintf("deleted %d", id))
 		}
 	}
