@@ -106,7 +106,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.DurationVar(&c.Redis.ReadTimeout, "redis-read-timeout", time.Second, "timeout of one Redis read")
 	fs.DurationVar(&c.Redis.WriteTimeout, "redis-write-timeout", time.Second, "timeout of one Redis write")
 	fs.IntVar(&c.Redis.MinReplicaAcks, "redis-min-replica-acks", 0, "answer a create 200 or a delete 204 only once this many replicas acknowledged it (Redis WAIT), else 503 (the change may be made; a retry is safe); 0: do not wait")
-	fs.DurationVar(&c.Redis.ReplicaAckTimeout, "redis-replica-ack-timeout", 500*time.Millisecond, "how long a create waits for --redis-min-replica-acks replicas; below --store-timeout and --redis-read-timeout")
+	fs.DurationVar(&c.Redis.ReplicaAckTimeout, "redis-replica-ack-timeout", 500*time.Millisecond, "how long a create or a delete waits for --redis-min-replica-acks replicas; below --store-timeout and --redis-read-timeout")
 	fs.DurationVar(&c.API.StoreTimeout, "store-timeout", time.Second, "deadline of a request's store operation; past it the request answers 503")
 	fs.DurationVar(&c.Server.ReadyTimeout, "ready-timeout", 500*time.Millisecond, "deadline of the store ping behind /readyz (required once after start; afterwards informational)")
 
