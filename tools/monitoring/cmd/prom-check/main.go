@@ -372,7 +372,7 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 			}
 		}
 		if p.Title == "" {
-			return fmt.Errorf("dump: the dashboard has no panel titled %q...", want.prefix)
+			return fmt.Errorf("dump: the dashboard has no panel whose title starts with %q", want.prefix)
 		}
 		dp := DumpPanel{Title: p.Title, Type: p.Type, Unit: p.FieldConfig.Defaults.Unit}
 		for _, t := range p.Targets {
