@@ -34,8 +34,14 @@ replicas_before=$(kubectl get deployment -n "$ns" "$REL" -o jsonpath='{.status.r
 if [[ -z $util_idle ]]; then
   fail "HPA has no CPU metric after 120s: $(kubectl describe hpa -n "$ns" "$REL" | grep -iE 'warning|unable' | head -n 3 | tr '\n' ' ')"
 else
-  # Load until the HPA asks for more pods than its minimum, or 120 s.
-  load_start "$ns" load-hpa 120
+  # Load until the HPA asks for more pods than its minimum, or 120 s. The
+  # values' NetworkPolicy (enforced: kube-router) admits the API port only
+  # from the ingress-nginx namespace: the load comes from there, as an
+  # ingress controller's requests would.
+  restricted_ns ingress-nginx
+  kubectl get secret -n "$ns" "$REL-tokens" -o json |
+    jq '{apiVersion, kind, type, data, metadata: {name: .metadata.name}}' | kubectl apply -n ingress-nginx -f - >/dev/null
+  load_start ingress-nginx load-hpa 120 "http://$REL.$ns.svc:8080"
   t=$SECONDS util_max=$util_idle desired=$replicas_before
   while ((SECONDS - t < 115)); do
     u=$(hpa_util); [[ -n $u ]] && ((u > util_max)) && util_max=$u
@@ -44,7 +50,7 @@ else
     sleep 3
   done
   scaled_after=$((SECONDS - t))
-  kubectl delete pod -n "$ns" load-hpa --wait=false >/dev/null
+  kubectl delete pod -n ingress-nginx load-hpa --wait=false >/dev/null
   figures "hpa metrics_after_s=$metrics_wait cpu_idle_pct=$util_idle cpu_max_pct=$util_max replicas=$replicas_before desired=$desired scaled_after_s=$scaled_after"
   if ((desired > replicas_before)); then
     pass "HPA on metrics-server's CPU metric: idle ${util_idle}%, ${util_max}% under load, scaled $replicas_before -> $desired in ${scaled_after}s"
