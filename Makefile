@@ -50,7 +50,7 @@ test-api: ## api/openapi.yaml passes kin-openapi's validator with every strict o
 	cd tools && $(GO) test -count=1 -timeout 30m ./openapi/
 
 test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
-	cd tools && $(GO) test -count=1 -timeout 30m ./monitoring/
+	cd tools && $(GO) test -count=1 -timeout 30m ./monitoring/...
 	cd tools/bench && $(GO) test -count=1 ./...
 
 test-tools: ## the tests of the cluster and validation helpers (tools/k8s)
