@@ -27,6 +27,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
@@ -48,6 +50,9 @@ type options struct {
 	keep         bool
 	checkTargets bool
 	profile      string
+	// The 1.1.0 routes' closed-loop phases, and the plants stored for their reads.
+	routeDuration, routeWarmup time.Duration
+	routeFill                  int64
 }
 
 type harness struct {
@@ -59,6 +64,7 @@ type harness struct {
 	token string
 	ids   atomic.Int64
 	run   *report.Run
+	rdb   *redis.Client // the harness's own client of the Redis under test
 
 	mu    sync.Mutex
 	procs []*proc
@@ -84,6 +90,9 @@ func realMain() int {
 	fs.DurationVar(&o.timeout, "timeout", 8*time.Minute, "give up (and tear everything down) after this long")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, logs, Redis data); it is always kept after a failure")
 	fs.BoolVar(&o.checkTargets, "check-targets", false, "exit 1 when a target of issue 5 fails")
+	fs.DurationVar(&o.routeDuration, "route-duration", 2*time.Second, "closed-loop measurement per 1.1.0 route (GET by id, pages of 20 and 100, DELETE), round and variant (service, floor), after -route-warmup")
+	fs.DurationVar(&o.routeWarmup, "route-warmup", 500*time.Millisecond, "closed-loop warm-up of each 1.1.0 route phase, discarded")
+	fs.Int64Var(&o.routeFill, "route-fill", 10000, "plants stored in the service's key layout before the 1.1.0 routes' reads")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop and save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -96,19 +105,22 @@ func realMain() int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if o.short {
 		for name, apply := range map[string]func(){
-			"rounds":        func() { o.rounds = 1 },
-			"duration":      func() { o.duration = time.Second },
-			"rate-duration": func() { o.rateDuration = time.Second },
-			"warmup":        func() { o.warmup = 500 * time.Millisecond },
-			"benchtime":     func() { o.benchtime = "2000x" },
+			"rounds":         func() { o.rounds = 1 },
+			"duration":       func() { o.duration = time.Second },
+			"rate-duration":  func() { o.rateDuration = time.Second },
+			"warmup":         func() { o.warmup = 500 * time.Millisecond },
+			"route-duration": func() { o.routeDuration = time.Second },
+			"route-warmup":   func() { o.routeWarmup = 250 * time.Millisecond },
+			"benchtime":      func() { o.benchtime = "2000x" },
 		} {
 			if !set[name] {
 				apply()
 			}
 		}
 	}
-	if o.rounds < 1 || o.duration <= 0 || o.rateDuration <= 0 || o.warmup < 0 || o.conns < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds, -duration, -rate-duration and -conns must be positive")
+	if o.rounds < 1 || o.duration <= 0 || o.rateDuration <= 0 || o.warmup < 0 || o.conns < 1 ||
+		o.routeDuration <= 0 || o.routeWarmup < 0 || o.routeFill < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds, -duration, -rate-duration, -route-duration, -route-fill and -conns must be positive")
 		return 2
 	}
 
@@ -139,18 +151,21 @@ func (h *harness) main(ctx context.Context) int {
 		return 1
 	}
 	h.run = &report.Run{
-		Date:         time.Now(),
-		Command:      command(),
-		Machine:      machine(),
-		Short:        h.opts.short,
-		Fractions:    []float64{0.25, 0.5, 0.75},
-		Conns:        h.opts.conns,
-		Warmup:       h.opts.warmup,
-		Duration:     h.opts.duration,
-		RateDuration: h.opts.rateDuration,
-		OTLPExports:  map[string]int64{},
-		OTLPBytes:    map[string]int64{},
-		AccessLines:  map[string]int64{},
+		Date:          time.Now(),
+		Command:       command(),
+		Machine:       machine(),
+		Short:         h.opts.short,
+		Fractions:     []float64{0.25, 0.5, 0.75},
+		Conns:         h.opts.conns,
+		Warmup:        h.opts.warmup,
+		Duration:      h.opts.duration,
+		RateDuration:  h.opts.rateDuration,
+		RouteWarmup:   h.opts.routeWarmup,
+		RouteDuration: h.opts.routeDuration,
+		RouteFill:     h.opts.routeFill,
+		OTLPExports:   map[string]int64{},
+		OTLPBytes:     map[string]int64{},
+		AccessLines:   map[string]int64{},
 	}
 	h.logf("plantstore bench: repo %s, work dir %s, %d round(s), load average %s", root, h.work, h.opts.rounds, h.run.Machine.LoadBefore)
 

@@ -55,6 +55,7 @@ func (h *harness) measure(ctx context.Context, root string) error {
 		return err
 	}
 	defer rdb.Close()
+	h.rdb = rdb
 	h.logf("%s on %s (AOF on, appendfsync %s)", h.run.Machine.Redis, redisAddr, h.run.Appendfsync)
 
 	token, line := newToken()
@@ -218,7 +219,7 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		}
 	}
 
-	// Peak RSS: the high-water mark since exec, after the round's load.
+	// Peak RSS: the high-water mark since exec, after the round's create load.
 	for _, r := range rs {
 		mem, err := procfs.ReadMemory(r.p.pid())
 		if err != nil {
@@ -226,6 +227,9 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		}
 		r.m.PeakRSS = mib(mem.HWM)
 		h.logf("%s %-20s RSS idle %.1f MiB, peak %.1f MiB", tag, r.v.name, r.m.IdleRSS, r.m.PeakRSS)
+	}
+	if err := h.routes(ctx, tag, rd, rs); err != nil {
+		return rd, err
 	}
 	for _, r := range rs {
 		r.p.stop(5 * time.Second)
@@ -240,7 +244,7 @@ func tally(m *report.Measure, res load.Result) {
 	for code, n := range res.Statuses {
 		m.Statuses[code] += n
 	}
-	m.Non200 += res.Non200
+	m.Non200 += res.Bad
 	m.Errors += res.Errors
 	if m.FirstError == "" {
 		m.FirstError = res.FirstError

@@ -6,6 +6,13 @@
 // validation, no telemetry. GET /readyz (a Redis ping) exists only so that
 // the harness can time its start-up the way it times the service's.
 //
+// API 1.1.0's routes do the same Redis work as the service, on its key
+// layout (internal/layout), so that they read what the service created:
+// GET /plants/{id} one GET and one decode; GET /plants?limit=N one pipeline
+// of a ZRANGE BYLEX per shard, a merge, one pipeline of MGETs, and a Link to
+// the next page whose cursor is the last id in decimal; DELETE /plants/{id}
+// the service's delete script.
+//
 // The harness runs it as a process of its own so that its CPU time and
 // resident memory are measured like the service's.
 package main
@@ -22,11 +29,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/layout"
 )
 
 type createRequest struct {
@@ -36,6 +46,13 @@ type createRequest struct {
 }
 
 type plant struct {
+	Name string  `json:"name"`
+	Tag  *string `json:"tag,omitempty"`
+}
+
+// plantBody is a plant as GET answers it.
+type plantBody struct {
+	ID   int64   `json:"id"`
 	Name string  `json:"name"`
 	Tag  *string `json:"tag,omitempty"`
 }
@@ -77,6 +94,169 @@ func (f *floor) create(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(value)
 }
 
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encoding", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	_, _ = w.Write(b)
+}
+
+func (f *floor) get(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		http.Error(w, "bad id", http.StatusBadRequest)
+		return
+	}
+	v, err := f.rdb.Get(r.Context(), layout.PlantKey(f.prefix, id)).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		http.Error(w, "no such plant", http.StatusNotFound)
+		return
+	case err != nil:
+		http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	var p plant
+	if err := json.Unmarshal(v, &p); err != nil {
+		http.Error(w, "decoding", http.StatusInternalServerError)
+		return
+	}
+	writeJSON(w, plantBody{ID: id, Name: p.Name, Tag: p.Tag})
+}
+
+func (f *floor) remove(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		http.Error(w, "bad id", http.StatusBadRequest)
+		return
+	}
+	n, err := layout.DeleteScript.Run(r.Context(), f.rdb,
+		[]string{layout.PlantKey(f.prefix, id), layout.IndexKey(f.prefix, layout.Shard(id))}, layout.IndexMember(id)).Int()
+	switch {
+	case err != nil:
+		http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+	case n == 0:
+		http.Error(w, "no such plant", http.StatusNotFound)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (f *floor) list(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	q := r.URL.Query()
+	limit := 20
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 100 {
+			http.Error(w, "bad limit", http.StatusBadRequest)
+			return
+		}
+		limit = n
+	}
+	start := "-"
+	if s := q.Get("cursor"); s != "" {
+		after, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			http.Error(w, "bad cursor", http.StatusBadRequest)
+			return
+		}
+		start = "(" + layout.IndexMember(after)
+	}
+	ranges := make([]*redis.StringSliceCmd, layout.Shards)
+	if _, err := f.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for s := range layout.Shards {
+			ranges[s] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{
+				Key: layout.IndexKey(f.prefix, s), Start: start, Stop: "+", ByLex: true, Count: int64(limit) + 1,
+			})
+		}
+		return nil
+	}); err != nil {
+		http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	var ids []int64
+	for _, cmd := range ranges {
+		for _, m := range cmd.Val() {
+			id, err := layout.ParseIndexMember(m)
+			if err != nil {
+				http.Error(w, "bad index", http.StatusInternalServerError)
+				return
+			}
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	more := len(ids) > limit
+	ids = ids[:min(len(ids), limit)]
+	body := make([]plantBody, 0, len(ids))
+	if len(ids) > 0 {
+		byShard := make([][]int64, layout.Shards)
+		for _, id := range ids {
+			byShard[layout.Shard(id)] = append(byShard[layout.Shard(id)], id)
+		}
+		values := make([]*redis.SliceCmd, layout.Shards)
+		if _, err := f.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for s, shardIDs := range byShard {
+				if len(shardIDs) == 0 {
+					continue
+				}
+				keys := make([]string, len(shardIDs))
+				for i, id := range shardIDs {
+					keys[i] = layout.PlantKey(f.prefix, id)
+				}
+				values[s] = pipe.MGet(ctx, keys...)
+			}
+			return nil
+		}); err != nil {
+			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		found := make(map[int64]string, len(ids))
+		for s, cmd := range values {
+			if cmd == nil {
+				continue
+			}
+			for i, v := range cmd.Val() {
+				if str, ok := v.(string); ok {
+					found[byShard[s][i]] = str
+				}
+			}
+		}
+		for _, id := range ids {
+			v, ok := found[id]
+			if !ok {
+				continue // deleted since the index was read
+			}
+			var p plant
+			if err := json.Unmarshal([]byte(v), &p); err != nil {
+				http.Error(w, "decoding", http.StatusInternalServerError)
+				return
+			}
+			body = append(body, plantBody{ID: id, Name: p.Name, Tag: p.Tag})
+		}
+		if more {
+			w.Header().Set("Link", "</plants?limit="+strconv.Itoa(limit)+"&cursor="+
+				strconv.FormatInt(ids[len(ids)-1], 10)+`>; rel="next"`)
+		}
+	}
+	writeJSON(w, body)
+}
+
+func (f *floor) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /plants", f.create)
+	mux.HandleFunc("GET /plants", f.list)
+	mux.HandleFunc("GET /plants/{id}", f.get)
+	mux.HandleFunc("DELETE /plants/{id}", f.remove)
+	mux.HandleFunc("GET /readyz", f.readyz)
+	return mux
+}
+
 func (f *floor) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 500*time.Millisecond)
 	defer cancel()
@@ -113,15 +293,12 @@ func run(log *slog.Logger, addr, redisAddr, prefix string) error {
 	})
 	defer rdb.Close()
 	f := &floor{rdb: rdb, prefix: prefix}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /plants", f.create)
-	mux.HandleFunc("GET /readyz", f.readyz)
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: f.routes(), ReadHeaderTimeout: 5 * time.Second}
 	// The harness reads the address from these lines, as it does the service's.
 	log.Info("API listening", "addr", ln.Addr().String())
 	log.Info("admin listening", "addr", ln.Addr().String())

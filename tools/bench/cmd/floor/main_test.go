@@ -2,17 +2,21 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/layout"
 )
 
 // startRedis starts a throw-away redis-server on a free loopback port.
@@ -82,5 +86,69 @@ func TestFloor(t *testing.T) {
 	f.readyz(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if w.Code != 200 {
 		t.Errorf("/readyz = %d", w.Code)
+	}
+}
+
+// The 1.1.0 routes read and delete what the service's layout holds: GET the
+// plant, pages in id order linked by cursors until the last, DELETE once
+// (204) then 404, and the deleted plant gone from the listing.
+func TestFloorResourceRoutes(t *testing.T) {
+	addr := startRedis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	const prefix = "plantstore:"
+	if err := layout.Fill(ctx, rdb, prefix, -20, 45); err != nil { // ids -20 to 24
+		t.Fatal(err)
+	}
+	h := (&floor{rdb: rdb, prefix: prefix}).routes()
+	do := func(method, target string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(method, target, nil))
+		return w
+	}
+	for _, c := range []struct {
+		method, target string
+		code           int
+		body           string
+	}{
+		{"GET", "/plants/-7", 200, `{"id":-7,"name":"Monstera","tag":"tropical"}`},
+		{"GET", "/plants/99", 404, ""},
+		{"GET", "/plants/x", 400, ""},
+		{"GET", "/plants?limit=0", 400, ""},
+		{"GET", "/plants?cursor=zz", 400, ""},
+		{"DELETE", "/plants/3", 204, ""},
+		{"DELETE", "/plants/3", 404, ""},
+		{"GET", "/plants/3", 404, ""},
+	} {
+		w := do(c.method, c.target)
+		if w.Code != c.code || (c.body != "" && w.Body.String() != c.body) {
+			t.Errorf("%s %s = %d %s, want %d %s", c.method, c.target, w.Code, w.Body, c.code, c.body)
+		}
+	}
+	var got []int64
+	pages := 0
+	for next := "/plants?limit=20"; next != ""; pages++ {
+		w := do("GET", next)
+		var page []plantBody
+		if err := json.Unmarshal(w.Body.Bytes(), &page); w.Code != 200 || err != nil {
+			t.Fatalf("GET %s = %d %s (%v)", next, w.Code, w.Body, err)
+		}
+		for _, p := range page {
+			got = append(got, p.ID)
+		}
+		next = ""
+		if link := w.Header().Get("Link"); link != "" {
+			next = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+	}
+	var want []int64
+	for id := int64(-20); id <= 24; id++ {
+		if id != 3 {
+			want = append(want, id)
+		}
+	}
+	if pages != 3 || !slices.Equal(got, want) {
+		t.Errorf("walk: %d pages, ids %v, want 3 pages of %v", pages, got, want)
 	}
 }

@@ -1,5 +1,6 @@
-// Package load generates POST /plants traffic against a server on the
-// loopback interface: a closed loop (a fixed number of connections, each
+// Package load generates traffic of one route (POST /plants, or one of API
+// 1.1.0's reads and deletes: see Route) against a server on the loopback
+// interface: a closed loop (a fixed number of connections, each
 // sending its next request when the previous one is answered) to find the
 // peak, and an open loop (requests at fixed intended times, whatever the
 // server does) to measure latency without coordinated omission.
@@ -18,6 +19,7 @@ import (
 	"io"
 	"net"
 	"net/http/httputil"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,7 +33,7 @@ const RequestTimeout = 5 * time.Second
 type Target struct {
 	addr  string
 	token string
-	ids   *atomic.Int64
+	route Route
 }
 
 // NewTarget checks that addr is a loopback address (the generator never sends
@@ -47,7 +49,14 @@ func NewTarget(addr, token string, ids *atomic.Int64) (*Target, error) {
 	if ip == nil || !ip.IsLoopback() {
 		return nil, fmt.Errorf("load target %q: only loopback addresses are allowed", addr)
 	}
-	return &Target{addr: addr, token: token, ids: ids}, nil
+	return &Target{addr: addr, token: token, route: Create{IDs: ids}}, nil
+}
+
+// With returns a copy of the target that sends route's requests.
+func (t *Target) With(route Route) *Target {
+	c := *t
+	c.route = route
+	return &c
 }
 
 // Addr is the target's address.
@@ -74,11 +83,13 @@ func AppendRequest(buf []byte, host, token string, id int64) []byte {
 	return append(buf, b...)
 }
 
-// conn is one keep-alive connection.
+// conn is one keep-alive connection, with the route's state on it.
 type conn struct {
-	c   net.Conn
-	br  *bufio.Reader
-	buf []byte
+	c     net.Conn
+	br    *bufio.Reader
+	buf   []byte
+	resp  Response
+	state State
 }
 
 func (t *Target) dial(ctx context.Context) (*conn, error) {
@@ -90,17 +101,24 @@ func (t *Target) dial(ctx context.Context) (*conn, error) {
 	return &conn{c: c, br: bufio.NewReaderSize(c, 4096), buf: make([]byte, 0, 512)}, nil
 }
 
-// do sends one create and reads its answer. keep is false when the
-// connection cannot be reused.
-func (t *Target) do(c *conn) (status int, keep bool, err error) {
-	c.buf = AppendRequest(c.buf[:0], t.addr, t.token, t.ids.Add(1))
+// do sends the route's next request and reads its answer. keep is false
+// when the connection cannot be reused; bad is the route's verdict on an
+// answer (a status or body it must not have).
+func (t *Target) do(c *conn) (status int, keep bool, bad, err error) {
+	c.buf, err = t.route.Append(c.buf[:0], t.addr, t.token, &c.state)
+	if err != nil {
+		return 0, true, nil, err
+	}
 	if err := c.c.SetDeadline(time.Now().Add(RequestTimeout)); err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	if _, err := c.c.Write(c.buf); err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
-	return ReadResponse(c.br)
+	if err := readResponse(c.br, &c.resp); err != nil {
+		return c.resp.Status, false, nil, err
+	}
+	return c.resp.Status, c.resp.Keep, t.route.Check(&c.resp, &c.state), nil
 }
 
 var errMalformed = errors.New("malformed HTTP response")
@@ -109,6 +127,30 @@ var errMalformed = errors.New("malformed HTTP response")
 // returns the status code, and keep false when the server closes the
 // connection after it (or the body's length is unknown).
 func ReadResponse(br *bufio.Reader) (status int, keep bool, err error) {
+	var r Response
+	err = readResponse(br, &r)
+	return r.Status, r.Keep, err
+}
+
+// Response is what the generator keeps of an answer: its status, whether
+// the connection stays open, its Link header and its body.
+type Response struct {
+	Status int
+	Keep   bool
+	Link   []byte
+	Body   []byte
+}
+
+// readResponse reads one HTTP/1.1 response from br into r, reusing r's
+// buffers.
+func readResponse(br *bufio.Reader, r *Response) error {
+	r.Status, r.Keep, r.Link, r.Body = 0, false, r.Link[:0], r.Body[:0]
+	var err error
+	r.Status, r.Keep, err = readHead(br, r)
+	return err
+}
+
+func readHead(br *bufio.Reader, r *Response) (status int, keep bool, err error) {
 	line, err := readLine(br)
 	if err != nil {
 		return 0, false, err
@@ -144,15 +186,20 @@ func ReadResponse(br *bufio.Reader) (status int, keep bool, err error) {
 			}
 		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
 			chunked = bytes.EqualFold(v, []byte("chunked"))
+		case bytes.EqualFold(k, []byte("Link")):
+			r.Link = append(r.Link, v...)
 		case bytes.EqualFold(k, []byte("Connection")):
 			if bytes.EqualFold(v, []byte("close")) {
 				keep = false
 			}
 		}
 	}
+	body := bodyWriter{r}
 	switch {
+	case status == 204 || status == 304 || status < 200:
+		// No body, whatever the headers say (RFC 9112 section 6.3).
 	case chunked:
-		_, err = io.Copy(io.Discard, httputil.NewChunkedReader(br))
+		_, err = io.Copy(body, httputil.NewChunkedReader(br))
 		if err == nil {
 			// The trailer section ends with an empty line.
 			for {
@@ -163,16 +210,43 @@ func ReadResponse(br *bufio.Reader) (status int, keep bool, err error) {
 			}
 		}
 	case length >= 0:
-		_, err = br.Discard(int(length))
+		_, err = io.CopyN(body, br, length)
 	default:
 		// Delimited by the end of the connection.
-		_, err = io.Copy(io.Discard, br)
+		_, err = io.Copy(body, br)
 		keep = false
 	}
 	if err != nil {
 		return status, false, err
 	}
 	return status, keep, nil
+}
+
+// bodyWriter appends to a Response's body.
+type bodyWriter struct{ r *Response }
+
+func (w bodyWriter) Write(p []byte) (int, error) {
+	w.r.Body = append(w.r.Body, p...)
+	return len(p), nil
+}
+
+// ReadFrom reads into the body's own buffer (io.Copy would allocate one).
+func (w bodyWriter) ReadFrom(src io.Reader) (int64, error) {
+	var n int64
+	for {
+		if len(w.r.Body) == cap(w.r.Body) {
+			w.r.Body = slices.Grow(w.r.Body, 4096)
+		}
+		m, err := src.Read(w.r.Body[len(w.r.Body):cap(w.r.Body)])
+		w.r.Body = w.r.Body[:len(w.r.Body)+m]
+		n += int64(m)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 func readLine(br *bufio.Reader) ([]byte, error) {
@@ -189,9 +263,12 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 
 // Result is what one phase measured.
 type Result struct {
-	Window    time.Duration   // the measured interval
-	Requests  int64           // answered within the window (any status)
-	Non200    int64           // answers other than 200 over the whole phase, warm-up included
+	Window   time.Duration // the measured interval
+	Requests int64         // answered within the window (any status)
+	// Bad counts the answers over the whole phase, warm-up included, that
+	// failed the route's check: a status other than its own (200, or 204
+	// for DELETE) or a body that is not what was asked for.
+	Bad       int64
 	Errors    int64           // requests that got no answer (connection error, time-out)
 	Statuses  map[int]int64   // every status seen over the whole phase
 	Latencies []time.Duration // of the requests answered within the window
@@ -211,17 +288,18 @@ func (r Result) Throughput() float64 {
 	return float64(r.Requests) / r.Window.Seconds()
 }
 
-// Failed is the number of requests that did not answer 200.
-func (r Result) Failed() int64 { return r.Non200 + r.Errors }
+// Failed is the number of requests that failed: no answer, or a bad one.
+func (r Result) Failed() int64 { return r.Bad + r.Errors }
 
 type tally struct {
 	mu       sync.Mutex
 	statuses map[int]int64
 	errors   int64
+	bad      int64
 	errSeen  error
 }
 
-func (t *tally) add(statuses map[int]int64, errs int64, firstErr error) {
+func (t *tally) add(statuses map[int]int64, errs, bad int64, firstErr error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.statuses == nil {
@@ -231,6 +309,7 @@ func (t *tally) add(statuses map[int]int64, errs int64, firstErr error) {
 		t.statuses[k] += v
 	}
 	t.errors += errs
+	t.bad += bad
 	if t.errSeen == nil {
 		t.errSeen = firstErr
 	}
@@ -272,7 +351,7 @@ func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Dura
 		wg.Go(func() {
 			statuses := map[int]int64{}
 			var local []time.Duration
-			var errs int64
+			var errs, bads int64
 			var firstErr error
 			var c *conn
 			defer func() {
@@ -294,16 +373,24 @@ func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Dura
 				if !sent.Before(winEnd) {
 					break
 				}
-				status, keep, err := t.do(c)
+				status, keep, bad, err := t.do(c)
 				done := time.Now()
 				if err != nil {
 					errs++
 					firstErr = cmpErr(firstErr, err)
-					c.c.Close()
-					c = nil
+					if !keep {
+						c.c.Close()
+						c = nil
+					} else {
+						sleepCtx(ctx, 10*time.Millisecond) // nothing sent: the route had no request
+					}
 					continue
 				}
 				statuses[status]++
+				if bad != nil {
+					bads++
+					firstErr = cmpErr(firstErr, bad)
+				}
 				if !done.Before(winStart) && !done.After(winEnd) {
 					local = append(local, done.Sub(sent))
 				}
@@ -315,7 +402,7 @@ func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Dura
 			mu.Lock()
 			lat = append(lat, local...)
 			mu.Unlock()
-			tl.add(statuses, errs, firstErr)
+			tl.add(statuses, errs, bads, firstErr)
 		})
 	}
 	wg.Wait()
@@ -361,8 +448,8 @@ func (t *Target) Open(ctx context.Context, rate float64, window time.Duration, m
 	lag := make([]time.Duration, n)
 	status := make([]int, n) // 0: no answer
 	var wg sync.WaitGroup
-	var errCount atomic.Int64
-	var firstErr atomic.Value
+	var errCount, badCount atomic.Int64
+	var firstErr atomic.Pointer[error]
 	sleep, done := preciseSleeper()
 	defer done()
 	start := time.Now().Add(5 * time.Millisecond)
@@ -387,17 +474,21 @@ func (t *Target) Open(ctx context.Context, rate float64, window time.Duration, m
 				var err error
 				if c, err = t.dial(ctx); err != nil {
 					errCount.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					firstErr.CompareAndSwap(nil, &err)
 					return
 				}
 			}
 			lag[i] = time.Since(due)
-			s, keep, err := t.do(c)
+			s, keep, bad, err := t.do(c)
 			if err != nil {
 				c.c.Close()
 				errCount.Add(1)
-				firstErr.CompareAndSwap(nil, err)
+				firstErr.CompareAndSwap(nil, &err)
 				return
+			}
+			if bad != nil {
+				badCount.Add(1)
+				firstErr.CompareAndSwap(nil, &bad)
 			}
 			lat[i] = time.Since(due)
 			status[i] = s
@@ -431,8 +522,11 @@ func (t *Target) Open(ctx context.Context, rate float64, window time.Duration, m
 		last = max(last, time.Duration(float64(i)*interval)+lat[i])
 	}
 	var tl tally
-	e, _ := firstErr.Load().(error)
-	tl.add(statuses, errCount.Load(), e)
+	var e error
+	if p := firstErr.Load(); p != nil {
+		e = *p
+	}
+	tl.add(statuses, errCount.Load(), badCount.Load(), e)
 	r := result(&tl, answered, max(window, last))
 	r.Requests = int64(len(answered))
 	r.Scheduled = int64(n)
@@ -441,14 +535,9 @@ func (t *Target) Open(ctx context.Context, rate float64, window time.Duration, m
 }
 
 func result(tl *tally, lat []time.Duration, window time.Duration) Result {
-	r := Result{Window: window, Statuses: tl.statuses, Errors: tl.errors, Latencies: lat}
+	r := Result{Window: window, Statuses: tl.statuses, Errors: tl.errors, Bad: tl.bad, Latencies: lat}
 	if r.Statuses == nil {
 		r.Statuses = map[int]int64{}
-	}
-	for code, n := range r.Statuses {
-		if code != 200 {
-			r.Non200 += n
-		}
 	}
 	if tl.errSeen != nil {
 		r.FirstError = tl.errSeen.Error()

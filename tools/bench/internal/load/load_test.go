@@ -32,12 +32,13 @@ func TestAppendRequestParses(t *testing.T) {
 func TestReadResponse(t *testing.T) {
 	stream := "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\nhello" +
 		"HTTP/1.1 409 Conflict\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
+		"HTTP/1.1 204 No Content\r\n\r\n" +
 		"HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 	br := bufio.NewReader(strings.NewReader(stream))
 	for _, want := range []struct {
 		status int
 		keep   bool
-	}{{200, true}, {409, true}, {503, false}} {
+	}{{200, true}, {409, true}, {204, true}, {503, false}} {
 		status, keep, err := ReadResponse(br)
 		if err != nil || status != want.status || keep != want.keep {
 			t.Fatalf("ReadResponse = %d %v %v, want %d %v", status, keep, err, want.status, want.keep)

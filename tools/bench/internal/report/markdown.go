@@ -102,13 +102,20 @@ func Markdown(r *Run, previous []byte) []byte {
 	p("| phases | %d round(s); closed loop %s per variant after a %s warm-up, %d connections; open loop %s per rate and variant |\n",
 		rounds, r.Duration, r.Warmup, r.Conns, r.RateDuration)
 	p("| wall time | %s |\n", r.Elapsed.Round(time.Second))
-	var failed int64
+	var failed, routeFailed int64
 	for _, rd := range r.Rounds {
 		for _, m := range rd.Measures {
 			failed += m.Non200 + m.Errors
+			for _, rm := range m.Routes {
+				routeFailed += rm.Bad + rm.Errors
+			}
 		}
 	}
 	p("| requests not answered 200 | %d |\n", failed)
+	if r.HasRoutes() {
+		p("| 1.1.0 routes | closed loop %s per route and variant after a %s warm-up, %d connections; requests failed (bad status or body, or no answer) %d |\n",
+			r.RouteDuration, r.RouteWarmup, r.Conns, routeFailed)
+	}
 	for _, v := range []string{Service, AllSampled} {
 		p("| %s telemetry | %d OTLP exports (%d KiB) received by the sink; %d access log lines written |\n",
 			v, r.OTLPExports[v], r.OTLPBytes[v]/1024, r.AccessLines[v])
@@ -127,7 +134,7 @@ func Markdown(r *Run, previous []byte) []byte {
 	}
 
 	p("## Targets\n\n")
-	p("From issue 5, judged on the medians of this run.\n\n")
+	p("From issue 5 (and issue 15 for the 1.1.0 routes), judged on the medians of this run.\n\n")
 	p("| target | measured | verdict |\n|---|---|---|\n")
 	for _, t := range r.Targets() {
 		verdict := "FAIL"
@@ -149,6 +156,27 @@ func Markdown(r *Run, previous []byte) []byte {
 		p("| %s | %s | %s |\n", v, cell(r.Figure(v, PeakOf), 0), ratioCell(r, v, PeakOf, 3))
 	}
 	p("\n")
+
+	if r.HasRoutes() {
+		p("## API 1.1.0 routes\n\n")
+		p("Closed loop, %d connections, %s per round and variant after a %s warm-up, service (chart's sampling) and\n", r.Conns, r.RouteDuration, r.RouteWarmup)
+		p("floor alternating. Before the reads the harness stores %d plants in the service's key layout (besides those\n", r.RouteFill)
+		p("the create phases left); GET asks for one of them at random, and each answer must be 200 and that plant. A list\n")
+		p("connection walks from the first page, following each page's `Link` rel=\"next\" (the service's opaque cursor,\n")
+		p("the floor's own) to the last page and starting again; each page must be 200, full when a next follows, in id\n")
+		p("order after the previous one. DELETE takes fresh ids from a pool stored before the phase, each id once, and\n")
+		p("each answer must be 204. The floor does the same Redis work as the service, barely: one `GET`; one pipeline\n")
+		p("of 16 `ZRANGE BYLEX` then one of `MGET`s; the service's delete script. CPU: the server's, per 1,000 requests.\n\n")
+		p("| route | service requests/s | floor requests/s | ÷ floor | service CPU s/1k | floor CPU s/1k | service p99 ms | floor p99 ms |\n|---|---|---|---|---|---|---|---|\n")
+		for _, route := range Routes {
+			peak, cpu, p99 := RouteOf(route, RoutePeakOf), RouteOf(route, RouteCPUOf), RouteOf(route, RouteP99Of)
+			p("| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", route,
+				cell(r.Figure(Service, peak), 0), cell(r.Figure(Floor, peak), 0), cell(r.RatioToFloor(Service, peak), 3),
+				cell(r.Figure(Service, cpu), 4), cell(r.Figure(Floor, cpu), 4),
+				cell(r.Figure(Service, p99), 2), cell(r.Figure(Floor, p99), 2))
+		}
+		p("\n")
+	}
 
 	p("## Latency\n\n")
 	p("Open loop at fixed rates, fractions of each round's service peak (the same absolute rates for every variant in\n")
@@ -230,6 +258,24 @@ func Markdown(r *Run, previous []byte) []byte {
 	}
 	p("\n")
 
+	if r.HasRoutes() {
+		p("| round | route | service/s | floor/s | ÷ floor |\n|---|---|---|---|---|\n")
+		for i, rd := range r.Rounds {
+			for _, route := range Routes {
+				sv, fl := RouteOf(route, RoutePeakOf), RouteOf(route, RoutePeakOf)
+				var a, b float64 = math.NaN(), math.NaN()
+				if m := rd.Measures[Service]; m != nil {
+					a = sv(m)
+				}
+				if m := rd.Measures[Floor]; m != nil {
+					b = fl(m)
+				}
+				p("| %d | `%s` | %s | %s | %s |\n", i+1, route, num(a, 0), num(b, 0), num(a/b, 3))
+			}
+		}
+		p("\n")
+	}
+
 	p("## How it is measured\n\n")
 	p("- `make bench` runs `go run ./cmd/bench` in `tools/bench`, a module of its own. It builds the service as the\n")
 	p("  release does (`CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"`) and the floor, starts `redis-server`\n")
@@ -239,10 +285,12 @@ func Markdown(r *Run, previous []byte) []byte {
 	p("  that no rewrite starts during a phase.\n")
 	p("- The load generator is a minimal HTTP/1.1 client on raw keep-alive connections (it shares the CPUs with\n")
 	p("  the server it measures). Requests: `POST /plants`, `Content-Type: application/json`, the service's bearer\n")
-	p("  token, body `{\"id\": <unique>, \"name\": \"Monstera\", \"tag\": \"tropical\"}`.\n")
+	p("  token, body `{\"id\": <unique>, \"name\": \"Monstera\", \"tag\": \"tropical\"}`. The 1.1.0 routes' requests are\n")
+	p("  described in their section; every answer of every phase is checked.\n")
 	p("- Percentiles are nearest-rank over every answered request of a phase.\n")
 	p("- `make bench-short` (CI) is one round of one-second phases written to a temporary file; it fails when a\n")
-	p("  phase produced no figure or a request did not answer 200, never on the targets.\n\n")
+	p("  phase produced no figure or a request failed (a status other than the route's, a wrong body, no answer),\n")
+	p("  never on the targets.\n\n")
 
 	p("## Changes and their effect\n\n")
 	p("%s\n%s%s\n", ChangeBegin, Changes(previous), ChangeEnd)

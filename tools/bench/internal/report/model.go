@@ -3,7 +3,9 @@
 package report
 
 import (
+	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
@@ -54,7 +56,54 @@ type Measure struct {
 	Non200, Errors    int64
 	Statuses          map[int]int64
 	FirstError        string
+	// Routes are API 1.1.0's routes' closed-loop phases, by route name
+	// (floor and service only).
+	Routes map[string]*RouteMeasure
 }
+
+// The routes of API 1.1.0 the harness measures, in table order.
+const (
+	RouteGet     = "GET /plants/{id}"
+	RouteList20  = "GET /plants?limit=20"
+	RouteList100 = "GET /plants?limit=100"
+	RouteDelete  = "DELETE /plants/{id}"
+)
+
+// Routes lists the 1.1.0 routes in table order.
+var Routes = []string{RouteGet, RouteList20, RouteList100, RouteDelete}
+
+// RouteVariants are the variants the routes are measured on.
+var RouteVariants = []string{Service, Floor}
+
+// RouteMeasure is one route's closed-loop phase of one variant in a round.
+type RouteMeasure struct {
+	Peak       float64 // answers a second
+	Requests   int64
+	CPUPer1k   float64 // server CPU seconds per 1,000 requests
+	P50, P99   float64 // ms, closed loop
+	Bad        int64   // answers that failed their check (status or body)
+	Errors     int64   // requests without an answer, or none to send
+	Statuses   map[int]int64
+	FirstError string
+}
+
+// RouteOf picks a figure of one route's measure.
+func RouteOf(route string, g func(*RouteMeasure) float64) func(*Measure) float64 {
+	return func(m *Measure) float64 {
+		rm := m.Routes[route]
+		if rm == nil {
+			return math.NaN()
+		}
+		return g(rm)
+	}
+}
+
+// Pickers of the route figures.
+var (
+	RoutePeakOf = func(m *RouteMeasure) float64 { return m.Peak }
+	RouteCPUOf  = func(m *RouteMeasure) float64 { return m.CPUPer1k }
+	RouteP99Of  = func(m *RouteMeasure) float64 { return m.P99 }
+)
 
 // Round is one round: each variant measured once, in turn.
 type Round struct {
@@ -84,27 +133,31 @@ type Machine struct {
 
 // Run is a whole run of the harness.
 type Run struct {
-	Date          time.Time
-	Command       string
-	Machine       Machine
-	Appendfsync   string // Redis's AOF fsync policy, the chart's
-	Short         bool
-	Rounds        []Round
-	Fractions     []float64 // of the service peak, e.g. 0.25 0.5 0.75
-	Conns         int
-	Warmup        time.Duration
-	Duration      time.Duration // closed loop, per round and variant
-	RateDuration  time.Duration // open loop, per rate and variant
-	Elapsed       time.Duration
-	Allocs        []Bench
-	AllocsCommand string
-	AllocsError   string
-	OTLPExports   map[string]int64 // export requests the sinks received, per variant
-	OTLPBytes     map[string]int64
-	AccessLines   map[string]int64 // access log lines the service variants wrote
-	Failures      []string         // what makes the run fail (exit status 1)
-	Warnings      []string
-	PNG           string // the chart, relative to the markdown file
+	Date         time.Time
+	Command      string
+	Machine      Machine
+	Appendfsync  string // Redis's AOF fsync policy, the chart's
+	Short        bool
+	Rounds       []Round
+	Fractions    []float64 // of the service peak, e.g. 0.25 0.5 0.75
+	Conns        int
+	Warmup       time.Duration
+	Duration     time.Duration // closed loop, per round and variant
+	RateDuration time.Duration // open loop, per rate and variant
+	// RouteWarmup and RouteDuration are the 1.1.0 routes' closed-loop
+	// phases, per route, round and variant; 0: the routes are not measured.
+	RouteWarmup, RouteDuration time.Duration
+	RouteFill                  int64 // plants in the store for the reads (besides the creates')
+	Elapsed                    time.Duration
+	Allocs                     []Bench
+	AllocsCommand              string
+	AllocsError                string
+	OTLPExports                map[string]int64 // export requests the sinks received, per variant
+	OTLPBytes                  map[string]int64
+	AccessLines                map[string]int64 // access log lines the service variants wrote
+	Failures                   []string         // what makes the run fail (exit status 1)
+	Warnings                   []string
+	PNG                        string // the chart, relative to the markdown file
 }
 
 // series returns one figure of one variant over the rounds.
@@ -190,14 +243,24 @@ func (r *Run) HalfPeak() int {
 // Targets evaluates the targets on the medians over the rounds.
 func (r *Run) Targets() []Target {
 	half := r.HalfPeak()
-	return []Target{
+	targets := []Target{
 		{Name: "service peak ≥ 0.85 × floor", Measured: r.RatioToFloor(Service, PeakOf), Unit: "×", Limit: 0.85, AtLeast: true},
 		{Name: "service-all-sampled peak ≥ 0.7 × floor", Measured: r.RatioToFloor(AllSampled, PeakOf), Unit: "×", Limit: 0.7, AtLeast: true},
 		{Name: "service p99 ≤ 5 ms at 50 % of peak", Measured: r.Figure(Service, OpenAt(half, P99Of)), Unit: "ms", Limit: 5},
 		{Name: "service idle RSS ≤ 30 MiB", Measured: r.Figure(Service, IdleRSSOf), Unit: "MiB", Limit: 30},
 		{Name: "service ready ≤ 200 ms after exec", Measured: r.Figure(Service, ReadyOf), Unit: "ms", Limit: 200},
 	}
+	if r.HasRoutes() {
+		for _, route := range Routes {
+			targets = append(targets, Target{Name: route + " peak ≥ 0.9 × floor",
+				Measured: r.RatioToFloor(Service, RouteOf(route, RoutePeakOf)), Unit: "×", Limit: 0.9, AtLeast: true})
+		}
+	}
+	return targets
 }
+
+// HasRoutes reports whether the run measures the 1.1.0 routes.
+func (r *Run) HasRoutes() bool { return r.RouteDuration > 0 }
 
 // Incomplete lists the figures a run should have and does not: a phase that
 // produced no number, or requests that did not answer 200.
@@ -236,6 +299,23 @@ func (r *Run) Incomplete() []string {
 			}
 			if m.Non200 > 0 || m.Errors > 0 {
 				out = append(out, roundf(i, v, failuresText(m)))
+			}
+			if !r.HasRoutes() || !slices.Contains(RouteVariants, v) {
+				continue
+			}
+			for _, route := range Routes {
+				rm := m.Routes[route]
+				if rm == nil {
+					out = append(out, roundf(i, v, route+": not measured"))
+					continue
+				}
+				if !(rm.Peak > 0) || math.IsInf(rm.Peak, 0) || !(rm.CPUPer1k > 0) {
+					out = append(out, roundf(i, v, route+": peak or CPU missing"))
+				}
+				if rm.Bad > 0 || rm.Errors > 0 {
+					out = append(out, roundf(i, v, fmt.Sprintf("%s: %d bad answers, %d requests without an answer (first: %s)",
+						route, rm.Bad, rm.Errors, rm.FirstError)))
+				}
 			}
 		}
 	}

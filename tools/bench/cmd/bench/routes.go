@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/layout"
+	"github.com/plantstore/plantstore/tools/bench/internal/load"
+	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
+	"github.com/plantstore/plantstore/tools/bench/internal/report"
+	"github.com/plantstore/plantstore/tools/bench/internal/stats"
+)
+
+// keyPrefix is the service's default Redis key prefix, the floor's too.
+const keyPrefix = "plantstore:"
+
+// Where the harness stores the plants of the 1.1.0 routes, above every id
+// the create phases use: the reads' plants, then a delete pool per variant.
+const (
+	fillFirst   = int64(1) << 40
+	deleteFirst = int64(2) << 40
+)
+
+// deletePool is how many ids a delete phase may take: thrice what the
+// round's faster create peak would answer over the phase, and a thousand
+// more, so that a phase never runs out (if it does, it fails).
+func deletePool(createPeak float64, phase time.Duration) int64 {
+	if !(createPeak > 0) || math.IsInf(createPeak, 0) {
+		createPeak = 10000
+	}
+	return int64(math.Ceil(3*createPeak*phase.Seconds())) + 1000
+}
+
+// routeOf is the load generator's route for a report route name.
+func routeOf(name string, fill int64, del *load.Delete) (load.Route, error) {
+	switch name {
+	case report.RouteGet:
+		return load.Get{First: fillFirst, N: fill}, nil
+	case report.RouteList20:
+		return load.List{Limit: 20}, nil
+	case report.RouteList100:
+		return load.List{Limit: 100}, nil
+	case report.RouteDelete:
+		return del, nil
+	}
+	return nil, fmt.Errorf("no load for route %q", name)
+}
+
+// routes measures API 1.1.0's routes on the floor and the service in turn,
+// one closed-loop phase per route and variant, on one store: the plants the
+// round's creates left, -route-fill more stored in the service's layout for
+// the reads, and before each delete phase a pool of fresh ids for it.
+func (h *harness) routes(ctx context.Context, tag string, rd report.Round, rs []*running) error {
+	var order []*running
+	for _, name := range []string{report.Floor, report.Service} {
+		for _, r := range rs {
+			if r.v.name == name {
+				order = append(order, r)
+			}
+		}
+	}
+	if len(order) != 2 {
+		return fmt.Errorf("the routes need the floor and the service, running %d of them", len(order))
+	}
+	began := time.Now()
+	if err := layout.Fill(ctx, h.rdb, keyPrefix, fillFirst, h.opts.routeFill); err != nil {
+		return err
+	}
+	h.logf("%s stored %d plants for the reads in %s", tag, h.opts.routeFill, time.Since(began).Round(time.Millisecond))
+	createPeak := max(rd.Measures[report.Floor].Peak, rd.Measures[report.Service].Peak)
+	pool := deletePool(createPeak, h.opts.routeWarmup+h.opts.routeDuration)
+	for _, name := range report.Routes {
+		for i, r := range order {
+			var del *load.Delete
+			if name == report.RouteDelete {
+				first := deleteFirst + int64(i)*pool
+				if err := layout.Fill(ctx, h.rdb, keyPrefix, first, pool); err != nil {
+					return err
+				}
+				del = load.NewDelete(first, pool)
+			}
+			route, err := routeOf(name, h.opts.routeFill, del)
+			if err != nil {
+				return err
+			}
+			rm, err := h.routePhase(ctx, r, route)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w", r.v.name, name, err)
+			}
+			if r.m.Routes == nil {
+				r.m.Routes = map[string]*report.RouteMeasure{}
+			}
+			r.m.Routes[name] = rm
+			extra := ""
+			if del != nil {
+				extra = fmt.Sprintf(", %d of a pool of %d ids deleted", del.Sent(), pool)
+			}
+			h.logf("%s %-20s %-22s peak %8.0f req/s, CPU %.4f s/1k req, closed-loop p50 %.2f ms p99 %.2f ms, failed %d%s",
+				tag, r.v.name, name, rm.Peak, rm.CPUPer1k, rm.P50, rm.P99, rm.Bad+rm.Errors, extra)
+		}
+	}
+	return nil
+}
+
+// routePhase runs one closed loop of route against r and reads the server's
+// CPU time over its window.
+func (h *harness) routePhase(ctx context.Context, r *running, route load.Route) (*report.RouteMeasure, error) {
+	var c0, c1 procfs.CPUTicks
+	var e0, e1 error
+	pid := r.p.pid()
+	res, err := r.target.With(route).Closed(ctx, h.opts.conns, h.opts.routeWarmup, h.opts.routeDuration,
+		func() { c0, e0 = procfs.ReadCPU(pid) }, func() { c1, e1 = procfs.ReadCPU(pid) })
+	if err != nil {
+		return nil, err
+	}
+	if e0 != nil || e1 != nil {
+		return nil, fmt.Errorf("reading CPU time: %v %v", e0, e1)
+	}
+	l := stats.Summarise(res.Latencies)
+	return &report.RouteMeasure{
+		Peak: res.Throughput(), Requests: res.Requests,
+		CPUPer1k: stats.PerThousand(float64(c1.Total()-c0.Total())/h.hz, res.Requests),
+		P50:      stats.Millis(l.P50), P99: stats.Millis(l.P99),
+		Bad: res.Bad, Errors: res.Errors, Statuses: res.Statuses, FirstError: res.FirstError,
+	}, nil
+}
