@@ -1,9 +1,14 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/load"
+	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
 
 func TestListening(t *testing.T) {
@@ -77,5 +82,33 @@ func TestChartAppendfsync(t *testing.T) {
 	}
 	if _, err := chartAppendfsync(t.TempDir()); err == nil {
 		t.Error("no error without a chart")
+	}
+}
+
+func TestDeletePool(t *testing.T) {
+	for _, tc := range []struct {
+		peak  float64
+		phase time.Duration
+		want  int64
+	}{
+		{5000, 2500 * time.Millisecond, 3*5000*5/2 + 1000},
+		{0, time.Second, 3*10000 + 1000},           // no create figure: a generous guess
+		{math.Inf(1), time.Second, 3*10000 + 1000}, // nor an infinite one
+		{math.NaN(), time.Second, 3*10000 + 1000},
+	} {
+		if got := deletePool(tc.peak, tc.phase); got != tc.want {
+			t.Errorf("deletePool(%v, %v) = %d, want %d", tc.peak, tc.phase, got, tc.want)
+		}
+	}
+}
+
+func TestRouteOfEveryReportRoute(t *testing.T) {
+	for _, name := range report.Routes {
+		if r, err := routeOf(name, 10, load.NewDelete(1, 1)); err != nil || r == nil {
+			t.Errorf("routeOf(%q) = %v, %v", name, r, err)
+		}
+	}
+	if _, err := routeOf("PATCH /plants", 10, nil); err == nil {
+		t.Error("routeOf of an unknown route: no error")
 	}
 }

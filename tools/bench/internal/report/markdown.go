@@ -262,13 +262,13 @@ func Markdown(r *Run, previous []byte) []byte {
 		p("| round | route | service/s | floor/s | ÷ floor |\n|---|---|---|---|---|\n")
 		for i, rd := range r.Rounds {
 			for _, route := range Routes {
-				sv, fl := RouteOf(route, RoutePeakOf), RouteOf(route, RoutePeakOf)
-				var a, b float64 = math.NaN(), math.NaN()
+				peak := RouteOf(route, RoutePeakOf)
+				a, b := math.NaN(), math.NaN()
 				if m := rd.Measures[Service]; m != nil {
-					a = sv(m)
+					a = peak(m)
 				}
 				if m := rd.Measures[Floor]; m != nil {
-					b = fl(m)
+					b = peak(m)
 				}
 				p("| %d | `%s` | %s | %s | %s |\n", i+1, route, num(a, 0), num(b, 0), num(a/b, 3))
 			}

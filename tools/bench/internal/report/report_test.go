@@ -116,3 +116,82 @@ func TestChart(t *testing.T) {
 		t.Error("Chart of an empty run: no error")
 	}
 }
+
+// withRoutes adds the 1.1.0 routes to sampleRun's rounds: the service at
+// 0.95, 0.85, 0.90 × the floor on GET, 0.80 × on the others.
+func withRoutes(r *Run) *Run {
+	r.RouteDuration, r.RouteWarmup, r.RouteFill = 2e9, 5e8, 10000
+	for i, rd := range r.Rounds {
+		for _, v := range RouteVariants {
+			rd.Measures[v].Routes = map[string]*RouteMeasure{}
+			for _, route := range Routes {
+				peak := 1000.0
+				if v == Service {
+					peak = 800
+					if route == RouteGet {
+						peak = []float64{950, 850, 900}[i]
+					}
+				}
+				rd.Measures[v].Routes[route] = &RouteMeasure{Peak: peak, Requests: 100, CPUPer1k: 0.1, P50: 1, P99: 2, Statuses: map[int]int64{200: 100}}
+			}
+		}
+	}
+	return r
+}
+
+func TestRouteTargetsAndTables(t *testing.T) {
+	if tg := sampleRun().Targets(); len(tg) != 5 {
+		t.Errorf("a run without routes has %d targets, want 5", len(tg))
+	}
+	r := withRoutes(sampleRun())
+	if bad := r.Incomplete(); len(bad) != 1 {
+		t.Errorf("Incomplete = %v, want only the missing allocations", bad)
+	}
+	tg := r.Targets()
+	if len(tg) != 5+len(Routes) {
+		t.Fatalf("%d targets, want %d", len(tg), 5+len(Routes))
+	}
+	for i, want := range []struct {
+		name   string
+		median float64
+		pass   bool
+	}{
+		{"GET /plants/{id} peak ≥ 0.9 × floor", 0.9, true},
+		{"GET /plants?limit=20 peak ≥ 0.9 × floor", 0.8, false},
+		{"GET /plants?limit=100 peak ≥ 0.9 × floor", 0.8, false},
+		{"DELETE /plants/{id} peak ≥ 0.9 × floor", 0.8, false},
+	} {
+		got := tg[5+i]
+		if got.Name != want.name || math.Abs(got.Measured.Median-want.median) > 1e-9 || got.Pass() != want.pass {
+			t.Errorf("target %d = %+v (pass %v), want %+v", 5+i, got, got.Pass(), want)
+		}
+	}
+	md := string(Markdown(r, nil))
+	for _, want := range []string{
+		"## API 1.1.0 routes",
+		"| `GET /plants/{id}` | 900 (850–950) | 1000 | 0.900 (0.850–0.950) |",
+		"| GET /plants/{id} peak ≥ 0.9 × floor | 0.900 (0.850–0.950) × | PASS |",
+		"| DELETE /plants/{id} peak ≥ 0.9 × floor | 0.800 × | FAIL |",
+		"| 2 | `GET /plants/{id}` | 850 | 1000 | 0.850 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+
+	// A bad answer, a missing route and a route without a figure each fail the run.
+	r.Rounds[1].Measures[Floor].Routes[RouteDelete].Bad = 2
+	r.Rounds[1].Measures[Floor].Routes[RouteDelete].FirstError = "status 404, want 204"
+	delete(r.Rounds[2].Measures[Service].Routes, RouteList20)
+	r.Rounds[0].Measures[Service].Routes[RouteGet].Peak = 0
+	bad := strings.Join(r.Incomplete(), "\n")
+	for _, want := range []string{
+		"DELETE /plants/{id}: 2 bad answers, 0 requests without an answer (first: status 404, want 204)",
+		"GET /plants?limit=20: not measured",
+		"GET /plants/{id}: peak or CPU missing",
+	} {
+		if !strings.Contains(bad, want) {
+			t.Errorf("Incomplete lacks %q:\n%s", want, bad)
+		}
+	}
+}
