@@ -228,7 +228,7 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		r.m.PeakRSS = mib(mem.HWM)
 		h.logf("%s %-20s RSS idle %.1f MiB, peak %.1f MiB", tag, r.v.name, r.m.IdleRSS, r.m.PeakRSS)
 	}
-	if err := h.routes(ctx, tag, rd, rs); err != nil {
+	if err := h.routes(ctx, i, tag, rd, rs); err != nil {
 		return rd, err
 	}
 	for _, r := range rs {

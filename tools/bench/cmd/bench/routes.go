@@ -51,10 +51,17 @@ func routeOf(name string, fill int64, del *load.Delete) (load.Route, error) {
 // routes measures API 1.1.0's routes on the floor and the service in turn,
 // one closed-loop phase per route and variant, on one store: the plants the
 // round's creates left, -route-fill more stored in the service's layout for
-// the reads, and before each delete phase a pool of fresh ids for it.
-func (h *harness) routes(ctx context.Context, tag string, rd report.Round, rs []*running) error {
+// the reads, and before each delete phase a pool of fresh ids for it. The
+// floor goes first in even rounds, the service in odd ones, so that a drift
+// of the machine within a route's pair of phases does not always favour the
+// same side.
+func (h *harness) routes(ctx context.Context, round int, tag string, rd report.Round, rs []*running) error {
+	names := []string{report.Floor, report.Service}
+	if round%2 == 1 {
+		names[0], names[1] = names[1], names[0]
+	}
 	var order []*running
-	for _, name := range []string{report.Floor, report.Service} {
+	for _, name := range names {
 		for _, r := range rs {
 			if r.v.name == name {
 				order = append(order, r)
