@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/plantstore/plantstore/internal/filewatch"
 )
 
 const (
@@ -83,7 +85,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // run starts the reloader and returns a function that stops it and checks
 // that Run returned.
-func run(t *testing.T, r *FileReloader) (stop func()) {
+func run(t *testing.T, r *filewatch.Reloader) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

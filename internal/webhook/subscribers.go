@@ -3,7 +3,6 @@ package webhook
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/plantstore/plantstore/internal/filewatch"
 )
 
 // Subscriber is one line of the subscribers file.
@@ -142,28 +143,12 @@ func (s *Subscribers) Replace(subs []Subscriber) {
 	}
 }
 
-// FileReloader keeps a subscriber set in step with its file, as the auth
-// tokens file is kept (auth.FileReloader): it polls the content, so it
-// follows a Kubernetes Secret's symlink swap; a file that no longer reads or
-// parses leaves the set in force and is reported once.
-type FileReloader struct {
-	path        string
-	interval    time.Duration
-	subs        *Subscribers
-	log         *zap.Logger
-	observe     func(error)
-	lastSum     [sha256.Size]byte
-	failedSum   [sha256.Size]byte
-	lastFailure string
-}
-
 // LoadFile reads the subscribers file once and returns its set and a
-// reloader that keeps it current once run. observe (may be nil) is told of
-// every reload attempt.
-func LoadFile(path string, interval time.Duration, changed func([]Subscriber), log *zap.Logger, observe func(error)) (*Subscribers, *FileReloader, error) {
-	if observe == nil {
-		observe = func(error) {}
-	}
+// reloader that keeps it in step with the file once run, as the auth tokens
+// file is kept: a file that no longer reads or parses leaves the set in
+// force and is reported once. observe (may be nil) is told of every reload
+// attempt.
+func LoadFile(path string, interval time.Duration, changed func([]Subscriber), log *zap.Logger, observe func(error)) (*Subscribers, *filewatch.Reloader, error) {
 	if interval <= 0 {
 		return nil, nil, fmt.Errorf("the webhook subscribers reload interval must be positive, got %v", interval)
 	}
@@ -176,52 +161,22 @@ func LoadFile(path string, interval time.Duration, changed func([]Subscriber), l
 		return nil, nil, fmt.Errorf("webhook subscribers file %s: %w", path, err)
 	}
 	subs := NewSubscribers(list, changed)
-	return subs, &FileReloader{path: path, interval: interval, subs: subs, log: log, observe: observe, lastSum: sha256.Sum256(data)}, nil
-}
-
-// Run rereads the file every interval until ctx ends.
-func (r *FileReloader) Run(ctx context.Context) {
-	t := time.NewTicker(r.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.reload()
+	r, err := filewatch.New(filewatch.Options{Path: path, Interval: interval, Current: data,
+		Unreadable: "webhook subscribers file unreadable; keeping the subscribers in force",
+		Refused:    "webhook subscribers file refused as a whole; keeping the last good subscribers in force",
+		Reloaded:   "webhook subscribers reloaded",
+	}, func(data []byte) ([]zap.Field, error) {
+		list, err := ParseSubscribers(bytes.NewReader(data))
+		if err != nil {
+			return nil, err
 		}
-	}
-}
-
-func (r *FileReloader) reload() {
-	data, err := os.ReadFile(r.path)
+		subs.Replace(list)
+		return []zap.Field{zap.Strings("subscribers", names(list))}, nil
+	}, log, observe)
 	if err != nil {
-		if msg := err.Error(); msg != r.lastFailure {
-			r.lastFailure = msg
-			r.log.Error("webhook subscribers file unreadable; keeping the subscribers in force", zap.String("path", r.path), zap.Error(err))
-			r.observe(err)
-		}
-		return
+		return nil, nil, err
 	}
-	sum := sha256.Sum256(data)
-	switch sum {
-	case r.lastSum:
-		r.failedSum, r.lastFailure = [sha256.Size]byte{}, ""
-		return
-	case r.failedSum:
-		return
-	}
-	list, err := ParseSubscribers(bytes.NewReader(data))
-	if err != nil {
-		r.failedSum, r.lastFailure = sum, err.Error()
-		r.log.Error("webhook subscribers file refused as a whole; keeping the last good subscribers in force", zap.String("path", r.path), zap.Error(err))
-		r.observe(err)
-		return
-	}
-	r.lastSum, r.failedSum, r.lastFailure = sum, [sha256.Size]byte{}, ""
-	r.subs.Replace(list)
-	r.log.Info("webhook subscribers reloaded", zap.String("path", r.path), zap.Strings("subscribers", names(list)))
-	r.observe(nil)
+	return subs, r, nil
 }
 
 func names(subs []Subscriber) []string {

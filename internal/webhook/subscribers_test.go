@@ -90,13 +90,13 @@ func TestReload(t *testing.T) {
 		t.Fatalf("start: %d subscribers, changed told %v", len(subs.All()), seen)
 	}
 	write("https://a.example/ " + a + "\nhttps://b.example/ " + a + "\n")
-	r.reload()
+	r.Check()
 	if len(subs.All()) != 2 || seen[len(seen)-1] != 2 || successes != 1 {
 		t.Fatalf("after a change: %d subscribers, changed told %v", len(subs.All()), seen)
 	}
 	write("https://a.example/ whsec_broken\n")
-	r.reload()
-	r.reload()
+	r.Check()
+	r.Check()
 	if len(subs.All()) != 2 || failures != 1 {
 		t.Fatalf("a broken file: %d subscribers in force, %d failures reported; want 2 and 1 (reported once)", len(subs.All()), failures)
 	}
