@@ -190,11 +190,16 @@ func TestRouteLoops(t *testing.T) {
 				name  string
 				route Route
 			}{{"get", Get{First: 0, N: 500}}, {"list", List{Limit: 20}}, {"list", List{Limit: 100}}, {"delete", del}} {
-				r, err := tg.With(rt.route).Closed(context.Background(), 4, 20*time.Millisecond, 100*time.Millisecond, nil, nil)
+				r, err := tg.With(rt.route).Closed(context.Background(), 4, 20*time.Millisecond, 200*time.Millisecond, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if r.Requests == 0 && rt.name != "delete" {
+				// Answers over the whole phase: on a loaded machine the window alone may catch none.
+				var answered int64
+				for _, n := range r.Statuses {
+					answered += n
+				}
+				if answered == 0 {
 					t.Errorf("%s: no request answered", rt.name)
 				}
 				if got, want := r.Failed() > 0, broken == rt.name; got != want {
