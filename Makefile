@@ -83,7 +83,7 @@ bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on,
 	@echo; echo "== telemetry off vs on, per store (benchstat -col /telemetry)"
 	$(TOOL) benchstat -col /telemetry bin/bench-chain.txt
 
-bench-load: redis-server ## load harness: service vs floor on loopback; writes docs/performance.md and docs/performance.png (under 3 minutes)
+bench-load: redis-server ## load harness: service vs floor on loopback; writes docs/performance.md and docs/performance.png (about 4 minutes: creates, then the 1.1.0 routes each against its floor)
 	cd tools/bench && $(GO) run ./cmd/bench $(BENCH_FLAGS)
 
 bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 10^5 and 10^6 plants, embedded store and Redis (flat: docs/storage.md)
