@@ -215,8 +215,12 @@ provisioner: kubernetes.io/no-provisioner
 volumeBindingMode: WaitForFirstConsumer
 reclaimPolicy: Delete
 EOF
+  # One volume a Redis of a scenario claims: the volumes are kept (Retain)
+  # after their namespaces go, so every install that enables Redis
+  # persistence uses one up (install, values, overlays, netpol, prometheus,
+  # skaffold and a person's own installs).
   local i
-  for i in 1 2 3 4 5 6; do
+  for i in $(seq 1 16); do
     mkdir -p "$DIR/local-pv/pv$i"
     kubectl apply -f - >/dev/null <<EOF
 apiVersion: v1
