@@ -54,6 +54,8 @@ finish() {
   local rc=$?
   trap - EXIT INT TERM
   stage done
+  # A background wait of a scenario (see later) stopped early by a failure.
+  kill $(jobs -p) 2>/dev/null || true
   if ((rc != 0 && FAILED == 0)); then fail "the run stopped early (exit $rc)"; fi
   if ((FAILED)) && [[ -d $CLUSTER_DIR/logs ]]; then
     # What a person needs to see why: the state of every namespace and the
@@ -236,6 +238,13 @@ load_verdict() {
 
 ms() { date +%s%3N; }
 
+# later FN: call FN after the last scenario file, before teardown. A scenario
+# whose last check is a long wait (the Prometheus alert resolving) starts
+# that wait in the background and checks it here, so the scenarios after it
+# run meanwhile.
+LATER=()
+later() { LATER+=("$1"); }
+
 # ---------------------------------------------------------------------------
 
 # ---------------------------------------------------------------------------
@@ -244,3 +253,4 @@ for f in "$TOOLS_MOD"/cluster-test.d/*.sh; do
   # shellcheck source=/dev/null
   source "$f"
 done
+for fn in "${LATER[@]}"; do "$fn"; done
