@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,11 @@ type options struct {
 	// The 1.1.0 routes' closed-loop phases, and the plants stored for their reads.
 	routeDuration, routeWarmup time.Duration
 	routeFill                  int64
+	// The creates' closed loops at other numbers of connections than conns,
+	// and the flags appended to the service variants' command line.
+	sweepConns    []int
+	sweepDuration time.Duration
+	serviceFlags  []string
 }
 
 type harness struct {
@@ -76,7 +82,7 @@ func main() { os.Exit(realMain()) }
 func realMain() int {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.IntVar(&o.rounds, "rounds", 3, "rounds: each measures floor, service and service-all-sampled in turn")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds: each measures the floor and the service (in turn, alternating which goes first) and service-all-sampled")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "closed-loop (peak) measurement per round and variant, after the warm-up")
 	fs.DurationVar(&o.rateDuration, "rate-duration", 3*time.Second, "open-loop measurement per rate, round and variant")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "closed-loop warm-up, discarded")
@@ -87,12 +93,15 @@ func realMain() int {
 	fs.StringVar(&o.png, "png", "", "chart (default: the -out path with .png)")
 	fs.StringVar(&o.repo, "repo", "", "plantstore's repository root (default: found from the working directory)")
 	fs.StringVar(&o.benchtime, "benchtime", "20000x", "-benchtime of the allocations benchmark (2000x with -short)")
-	fs.DurationVar(&o.timeout, "timeout", 8*time.Minute, "give up (and tear everything down) after this long")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up (and tear everything down) after this long")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (binaries, logs, Redis data); it is always kept after a failure")
-	fs.BoolVar(&o.checkTargets, "check-targets", false, "exit 1 when a target of issue 5 fails")
+	fs.BoolVar(&o.checkTargets, "check-targets", false, "exit 1 when a target (of issue 5 or 15) fails")
 	fs.DurationVar(&o.routeDuration, "route-duration", 2*time.Second, "closed-loop measurement per 1.1.0 route (GET by id, pages of 20 and 100, DELETE), round and variant (service, floor), after -route-warmup")
 	fs.DurationVar(&o.routeWarmup, "route-warmup", 500*time.Millisecond, "closed-loop warm-up of each 1.1.0 route phase, discarded")
 	fs.Int64Var(&o.routeFill, "route-fill", 10000, "plants stored in the service's key layout before the 1.1.0 routes' reads")
+	sweepConns := fs.String("sweep-conns", "10,200", "creates' closed loops at these numbers of connections besides -conns (comma-separated; empty: none), per round, on a floor and a service started for each (200 alone with -short)")
+	fs.DurationVar(&o.sweepDuration, "sweep-duration", 3*time.Second, "closed-loop measurement per -sweep-conns level, round and variant (floor, service), after -warmup (1s with -short)")
+	serviceFlags := fs.String("service-flags", "", "flags appended to the service variants' command line, split on spaces (e.g. --redis-batch), recorded in the report")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop and save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -112,6 +121,8 @@ func realMain() int {
 			"route-duration": func() { o.routeDuration = time.Second },
 			"route-warmup":   func() { o.routeWarmup = 250 * time.Millisecond },
 			"benchtime":      func() { o.benchtime = "2000x" },
+			"sweep-conns":    func() { *sweepConns = "200" },
+			"sweep-duration": func() { o.sweepDuration = time.Second },
 		} {
 			if !set[name] {
 				apply()
@@ -119,10 +130,16 @@ func realMain() int {
 		}
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.rateDuration <= 0 || o.warmup < 0 || o.conns < 1 ||
-		o.routeDuration <= 0 || o.routeWarmup < 0 || o.routeFill < 1 {
-		fmt.Fprintln(os.Stderr, "bench: -rounds, -duration, -rate-duration, -route-duration, -route-fill and -conns must be positive")
+		o.routeDuration <= 0 || o.routeWarmup < 0 || o.routeFill < 1 || o.sweepDuration <= 0 {
+		fmt.Fprintln(os.Stderr, "bench: -rounds, -duration, -rate-duration, -route-duration, -sweep-duration, -route-fill and -conns must be positive")
 		return 2
 	}
+	var err error
+	if o.sweepConns, err = parseConns(*sweepConns, o.conns); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -sweep-conns: %v\n", err)
+		return 2
+	}
+	o.serviceFlags = strings.Fields(*serviceFlags)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -163,6 +180,9 @@ func (h *harness) main(ctx context.Context) int {
 		RouteWarmup:   h.opts.routeWarmup,
 		RouteDuration: h.opts.routeDuration,
 		RouteFill:     h.opts.routeFill,
+		SweepConns:    h.opts.sweepConns,
+		SweepDuration: h.opts.sweepDuration,
+		ServiceFlags:  h.opts.serviceFlags,
 		OTLPExports:   map[string]int64{},
 		OTLPBytes:     map[string]int64{},
 		AccessLines:   map[string]int64{},
@@ -218,7 +238,7 @@ func (h *harness) main(ctx context.Context) int {
 				code = 1
 			}
 		}
-		h.logf("target %-42s %s (median %.3g %s)", t.Name, verdict, t.Measured.Median, t.Unit)
+		h.logf("target (issue %2d) %-48s %s (median %.3g %s)", t.Issue, t.Name, verdict, t.Measured.Median, t.Unit)
 	}
 	return code
 }
@@ -329,6 +349,27 @@ func (h *harness) build(ctx context.Context, root string) (service, floor, perfT
 	wg.Go(func() { perfErr = goCmd(root, "test", "-c", "-o", perfTest, "./internal/perf/") })
 	wg.Wait()
 	return service, floor, perfTest, perfErr, errors.Join(errService, errFloor)
+}
+
+// parseConns parses -sweep-conns: distinct positive numbers of connections,
+// ascending, without conns (the round's own closed loop).
+func parseConns(s string, conns int) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number of connections", f)
+		}
+		if n != conns {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // findRepo returns the directory of the go.mod of plantstore's root module:

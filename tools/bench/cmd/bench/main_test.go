@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,5 +111,44 @@ func TestRouteOfEveryReportRoute(t *testing.T) {
 	}
 	if _, err := routeOf("PATCH /plants", 10, nil); err == nil {
 		t.Error("routeOf of an unknown route: no error")
+	}
+}
+
+func TestParseConns(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		want    []int
+		wantErr bool
+	}{
+		{"10,200", []int{10, 200}, false},
+		{" 200, 10,10 ", []int{10, 200}, false},
+		{"10,50,200", []int{10, 200}, false}, // 50 is -conns: the round's own closed loop
+		{"", nil, false},
+		{"10,,", []int{10}, false},
+		{"0", nil, true},
+		{"-5", nil, true},
+		{"ten", nil, true},
+	} {
+		got, err := parseConns(tc.in, 50)
+		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
+			t.Errorf("parseConns(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestPairAlternates(t *testing.T) {
+	for i, want := range [][]string{
+		{report.Floor, report.Service}, // round 1
+		{report.Service, report.Floor},
+		{report.Floor, report.Service},
+	} {
+		if got := pair(i); !slices.Equal(got, want) {
+			t.Errorf("pair(%d) = %v, want %v", i, got, want)
+		}
+	}
+	rs := []*running{{v: variant{name: report.Floor}}, {v: variant{name: report.Service}}, {v: variant{name: report.AllSampled}}}
+	got := inOrder(rs, append(pair(1), report.AllSampled))
+	if len(got) != 3 || got[0] != rs[1] || got[1] != rs[0] || got[2] != rs[2] {
+		t.Errorf("inOrder of round 2 = %v", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -83,7 +84,8 @@ func (h *harness) measure(ctx context.Context, root string) error {
 		if v.arg != "" {
 			env = append(env, "OTEL_TRACES_SAMPLER_ARG="+v.arg)
 		}
-		variants = append(variants, variant{name: v.name, bin: service, args: serviceArgs, env: env, sink: s})
+		args := append(slices.Clone(serviceArgs), h.opts.serviceFlags...)
+		variants = append(variants, variant{name: v.name, bin: service, args: args, env: env, sink: s})
 	}
 
 	h.ids.Store(0)
@@ -159,30 +161,30 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		r.m.IdleRSS = mib(mem.RSS)
 	}
 
-	// Peak: closed loop.
-	for _, r := range rs {
-		var c0, c1, g0, g1 procfs.CPUTicks
-		var e0, e1 error
-		pid := r.p.pid()
-		res, err := r.target.Closed(ctx, h.opts.conns, h.opts.warmup, h.opts.duration,
-			func() { c0, e0 = procfs.ReadCPU(pid); g0, _ = procfs.ReadCPU(os.Getpid()) },
-			func() { c1, e1 = procfs.ReadCPU(pid); g1, _ = procfs.ReadCPU(os.Getpid()) })
+	// Peak: closed loop, the floor and the service as a pair (in this
+	// round's order), then service-all-sampled. The high-water mark right
+	// after it is the peak RSS under this load alone.
+	for _, r := range inOrder(rs, append(pair(i), report.AllSampled)) {
+		c, err := h.closed(ctx, r, h.opts.conns, h.opts.duration)
 		if err != nil {
-			return rd, fmt.Errorf("%s closed loop: %w", r.v.name, err)
+			return rd, err
 		}
-		if e0 != nil || e1 != nil {
-			return rd, fmt.Errorf("%s: reading CPU time: %v %v", r.v.name, e0, e1)
-		}
+		res := c.res
 		r.m.Peak = res.Throughput()
 		r.m.PeakRequests = res.Requests
-		r.m.CPUSeconds = float64(c1.Total()-c0.Total()) / h.hz
+		r.m.CPUSeconds = c.cpu
 		r.m.CPUPer1k = stats.PerThousand(r.m.CPUSeconds, res.Requests)
 		l := stats.Summarise(res.Latencies)
 		r.m.ClosedP50, r.m.ClosedP99 = stats.Millis(l.P50), stats.Millis(l.P99)
 		tally(r.m, res)
-		r.m.GeneratorCPUPer1k = stats.PerThousand(float64(g1.Total()-g0.Total())/h.hz, res.Requests)
-		h.logf("%s %-20s peak %8.0f req/s, CPU %.4f s/1k req (generator %.4f), closed-loop p50 %.2f ms p99 %.2f ms, failed %d",
-			tag, r.v.name, r.m.Peak, r.m.CPUPer1k, r.m.GeneratorCPUPer1k, r.m.ClosedP50, r.m.ClosedP99, res.Failed())
+		r.m.GeneratorCPUPer1k = stats.PerThousand(c.generatorCPU, res.Requests)
+		mem, err := procfs.ReadMemory(r.p.pid())
+		if err != nil {
+			return rd, fmt.Errorf("%s: %w", r.v.name, err)
+		}
+		r.m.ClosedRSS = mib(mem.HWM)
+		h.logf("%s %-20s peak %8.0f req/s, CPU %.4f s/1k req (generator %.4f), closed-loop p50 %.2f ms p99 %.2f ms, peak RSS %.1f MiB, failed %d",
+			tag, r.v.name, r.m.Peak, r.m.CPUPer1k, r.m.GeneratorCPUPer1k, r.m.ClosedP50, r.m.ClosedP99, r.m.ClosedRSS, res.Failed())
 	}
 
 	// Latency: open loop at fractions of this round's service peak, the same
@@ -231,13 +233,71 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 	if err := h.routes(ctx, i, tag, rd, rs); err != nil {
 		return rd, err
 	}
+	h.stopAll(rs)
+	if err := h.sweep(ctx, i, tag, rd, variants); err != nil {
+		return rd, err
+	}
+	return rd, nil
+}
+
+// stopAll stops the processes of rs and counts the service variants'
+// access log lines.
+func (h *harness) stopAll(rs []*running) {
 	for _, r := range rs {
 		r.p.stop(5 * time.Second)
 		if r.v.sink != nil {
 			h.run.AccessLines[r.v.name] += countAccessLines(r.p.logPath)
 		}
 	}
-	return rd, nil
+}
+
+// closedRun is a closed loop's result and the CPU seconds the server and
+// the load generator (this process) spent over its window.
+type closedRun struct {
+	res               load.Result
+	cpu, generatorCPU float64
+}
+
+// closed runs the creates' closed loop against r at conns connections for
+// window after -warmup.
+func (h *harness) closed(ctx context.Context, r *running, conns int, window time.Duration) (closedRun, error) {
+	var c0, c1, g0, g1 procfs.CPUTicks
+	var e0, e1 error
+	pid := r.p.pid()
+	res, err := r.target.Closed(ctx, conns, h.opts.warmup, window,
+		func() { c0, e0 = procfs.ReadCPU(pid); g0, _ = procfs.ReadCPU(os.Getpid()) },
+		func() { c1, e1 = procfs.ReadCPU(pid); g1, _ = procfs.ReadCPU(os.Getpid()) })
+	if err != nil {
+		return closedRun{}, fmt.Errorf("%s closed loop at %d connections: %w", r.v.name, conns, err)
+	}
+	if e0 != nil || e1 != nil {
+		return closedRun{}, fmt.Errorf("%s: reading CPU time: %v %v", r.v.name, e0, e1)
+	}
+	return closedRun{res: res, cpu: float64(c1.Total()-c0.Total()) / h.hz, generatorCPU: float64(g1.Total()-g0.Total()) / h.hz}, nil
+}
+
+// pair is the floor and the service in the order round i (from 0) runs
+// them: the floor first in odd rounds (1, 3, ...), the service first in
+// even ones, so that a drift of the machine within a pair of phases does
+// not always favour the same side.
+func pair(i int) []string {
+	if i%2 == 1 {
+		return []string{report.Service, report.Floor}
+	}
+	return []string{report.Floor, report.Service}
+}
+
+// inOrder returns the running variants of rs named in names, in that order.
+func inOrder(rs []*running, names []string) []*running {
+	var out []*running
+	for _, name := range names {
+		for _, r := range rs {
+			if r.v.name == name {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 func tally(m *report.Measure, res load.Result) {

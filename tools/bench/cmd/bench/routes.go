@@ -52,22 +52,9 @@ func routeOf(name string, fill int64, del *load.Delete) (load.Route, error) {
 // one closed-loop phase per route and variant, on one store: the plants the
 // round's creates left, -route-fill more stored in the service's layout for
 // the reads, and before each delete phase a pool of fresh ids for it. The
-// floor goes first in even rounds, the service in odd ones, so that a drift
-// of the machine within a route's pair of phases does not always favour the
-// same side.
+// floor and the service run in the round's order (see pair).
 func (h *harness) routes(ctx context.Context, round int, tag string, rd report.Round, rs []*running) error {
-	names := []string{report.Floor, report.Service}
-	if round%2 == 1 {
-		names[0], names[1] = names[1], names[0]
-	}
-	var order []*running
-	for _, name := range names {
-		for _, r := range rs {
-			if r.v.name == name {
-				order = append(order, r)
-			}
-		}
-	}
+	order := inOrder(rs, pair(round))
 	if len(order) != 2 {
 		return fmt.Errorf("the routes need the floor and the service, running %d of them", len(order))
 	}

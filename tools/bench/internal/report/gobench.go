@@ -62,8 +62,14 @@ func roundf(i int, variant, what string) string {
 }
 
 func failuresText(m *Measure) string {
-	codes := make([]int, 0, len(m.Statuses))
-	for c := range m.Statuses {
+	return failures(m.Statuses, m.Non200, m.Errors, m.FirstError)
+}
+
+// failures describes a phase's failed requests: bad answers other than 200
+// by status, requests without an answer, and the first error.
+func failures(statuses map[int]int64, bad, errs int64, first string) string {
+	codes := make([]int, 0, len(statuses))
+	for c := range statuses {
 		if c != 200 {
 			codes = append(codes, c)
 		}
@@ -71,11 +77,11 @@ func failuresText(m *Measure) string {
 	sort.Ints(codes)
 	var parts []string
 	for _, c := range codes {
-		parts = append(parts, fmt.Sprintf("%d×%d", m.Statuses[c], c))
+		parts = append(parts, fmt.Sprintf("%d×%d", statuses[c], c))
 	}
-	s := fmt.Sprintf("%d answers other than 200 (%s), %d requests without an answer", m.Non200, strings.Join(parts, ", "), m.Errors)
-	if m.FirstError != "" {
-		s += " (first error: " + m.FirstError + ")"
+	s := fmt.Sprintf("%d answers other than 200 (%s), %d requests without an answer", bad, strings.Join(parts, ", "), errs)
+	if first != "" {
+		s += " (first error: " + first + ")"
 	}
 	return s
 }

@@ -78,9 +78,10 @@ func Markdown(r *Run, previous []byte) []byte {
 	p("How close the service, with its default telemetry on, runs to **the floor**: a bare net/http handler that only\n")
 	p("decodes the body with encoding/json, stores it with one go-redis `SET key value NX GET` and encodes the Plant\n")
 	p("(`tools/bench/cmd/floor`). Both run as release builds against the same real `redis-server` (AOF on,\n")
-	p("`appendfsync %s` as the chart runs it) on loopback, alternating within each round (floor, service,\n", r.Appendfsync)
-	p("service-all-sampled) so that\n")
-	p("drift of the machine cancels out in the ratios. The service runs with metrics, access logs (default sampling)\n")
+	p("`appendfsync %s` as the chart runs it) on loopback, alternating within each round (the floor and the\n", r.Appendfsync)
+	p("service as a pair, the floor first in odd rounds and the service first in even ones, then\n")
+	p("service-all-sampled) so that drift of the machine cancels out in the ratios. The service runs with metrics,\n")
+	p("access logs (default sampling)\n")
 	p("and tracing exported over OTLP/HTTP to a local sink at the chart's sampler (`parentbased_traceidratio`, 0.1);\n")
 	p("**service-all-sampled** is the same with `OTEL_TRACES_SAMPLER=always_on`.\n\n")
 	p("Every figure is the **median over %d round(s)**, with the spread (min–max) in parentheses. A ratio is the\n", rounds)
@@ -101,17 +102,29 @@ func Markdown(r *Run, previous []byte) []byte {
 	p("| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", r.Machine.LoadBefore, r.Machine.LoadAfter)
 	p("| phases | %d round(s); closed loop %s per variant after a %s warm-up, %d connections; open loop %s per rate and variant |\n",
 		rounds, r.Duration, r.Warmup, r.Conns, r.RateDuration)
+	if r.HasSweep() {
+		p("| creates by concurrency | closed loop at %s connections, %s per variant after a %s warm-up, each number of connections on a floor and a service started for it |\n",
+			joinInts(r.SweepConns), r.SweepDuration, r.Warmup)
+	}
+	serviceFlags := "none"
+	if len(r.ServiceFlags) > 0 {
+		serviceFlags = "`" + strings.Join(r.ServiceFlags, " ") + "` (`-service-flags`), appended to both service variants' command line"
+	}
+	p("| service flags | %s |\n", serviceFlags)
 	p("| wall time | %s |\n", r.Elapsed.Round(time.Second))
 	var failed, routeFailed int64
 	for _, rd := range r.Rounds {
 		for _, m := range rd.Measures {
 			failed += m.Non200 + m.Errors
+			for _, cm := range m.Sweep {
+				failed += cm.Bad + cm.Errors
+			}
 			for _, rm := range m.Routes {
 				routeFailed += rm.Bad + rm.Errors
 			}
 		}
 	}
-	p("| requests not answered 200 | %d |\n", failed)
+	p("| creates not answered 200 | %d |\n", failed)
 	if r.HasRoutes() {
 		p("| 1.1.0 routes | closed loop %s per route and variant after a %s warm-up, %d connections; requests failed (bad status or body, or no answer) %d |\n",
 			r.RouteDuration, r.RouteWarmup, r.Conns, routeFailed)
@@ -134,8 +147,10 @@ func Markdown(r *Run, previous []byte) []byte {
 	}
 
 	p("## Targets\n\n")
-	p("From issue 5 (and issue 15 for the 1.1.0 routes), judged on the medians of this run.\n\n")
-	p("| target | measured | verdict |\n|---|---|---|\n")
+	p("From issue 5 (the cost of the default telemetry) and issue 15 (the service against its floor at 10, 50\n")
+	p("and 200 connections, at 25 %% of its own peak rate, in memory under the most connections, and on the 1.1.0\n")
+	p("routes), judged on the medians of this run. A ratio is the median of the per-round ratios.\n\n")
+	p("| issue | target | measured | verdict |\n|---|---|---|---|\n")
 	for _, t := range r.Targets() {
 		verdict := "FAIL"
 		if t.Pass() {
@@ -145,7 +160,7 @@ func Markdown(r *Run, previous []byte) []byte {
 		if t.Unit == "×" {
 			prec = 3
 		}
-		p("| %s | %s %s | %s |\n", t.Name, cell(t.Measured, prec), t.Unit, verdict)
+		p("| %d | %s | %s %s | %s |\n", t.Issue, t.Name, cell(t.Measured, prec), t.Unit, verdict)
 	}
 	p("\n")
 
@@ -156,6 +171,28 @@ func Markdown(r *Run, previous []byte) []byte {
 		p("| %s | %s | %s |\n", v, cell(r.Figure(v, PeakOf), 0), ratioCell(r, v, PeakOf, 3))
 	}
 	p("\n")
+
+	if r.HasSweep() {
+		p("## Creates by concurrency\n\n")
+		p("The creates' closed loop (fresh ids, each answer must be 200) at each number of connections, service (the\n")
+		p("chart's sampling) and floor alternating within each round as above. %d connections is the round's closed\n", r.Conns)
+		p("loop of the table above, on the round's processes; each other number of connections runs, %s after a %s\n", r.SweepDuration, r.Warmup)
+		p("warm-up, on a floor and a service started for it. Peak RSS is `VmHWM`, the high-water mark since exec, of a\n")
+		p("process that ran only that load: read right after the phase (at %d connections, after the closed loop and\n", r.Conns)
+		p("before the open loop). CPU: the server's, per 1,000 requests. p99: closed loop (coordinated, for\n")
+		p("information). Ratios are the medians of the per-round ratios.\n\n")
+		p("| connections | service requests/s | floor requests/s | ÷ floor | service CPU s/1k | floor CPU s/1k | service p99 ms | floor p99 ms | service peak RSS MiB | floor peak RSS MiB | RSS ÷ floor |\n")
+		p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, c := range r.ConcurrencyLevels() {
+			peak, cpu, p99, rss := r.CreatesAt(c, ConnsPeakOf), r.CreatesAt(c, ConnsCPUOf), r.CreatesAt(c, ConnsP99Of), r.CreatesAt(c, ConnsRSSOf)
+			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c,
+				cell(r.Figure(Service, peak), 0), cell(r.Figure(Floor, peak), 0), cell(r.RatioToFloor(Service, peak), 3),
+				cell(r.Figure(Service, cpu), 4), cell(r.Figure(Floor, cpu), 4),
+				cell(r.Figure(Service, p99), 2), cell(r.Figure(Floor, p99), 2),
+				cell(r.Figure(Service, rss), 1), cell(r.Figure(Floor, rss), 1), cell(r.RatioToFloor(Service, rss), 2))
+		}
+		p("\n")
+	}
 
 	if r.HasRoutes() {
 		p("## API 1.1.0 routes\n\n")
@@ -278,6 +315,24 @@ func Markdown(r *Run, previous []byte) []byte {
 		p("\n")
 	}
 
+	if r.HasSweep() {
+		p("| round | connections | service/s | floor/s | ÷ floor | service peak MiB | floor peak MiB |\n|---|---|---|---|---|---|---|\n")
+		for i, rd := range r.Rounds {
+			for _, c := range r.ConcurrencyLevels() {
+				peak, rss := r.CreatesAt(c, ConnsPeakOf), r.CreatesAt(c, ConnsRSSOf)
+				a, b, ra, rb := math.NaN(), math.NaN(), math.NaN(), math.NaN()
+				if m := rd.Measures[Service]; m != nil {
+					a, ra = peak(m), rss(m)
+				}
+				if m := rd.Measures[Floor]; m != nil {
+					b, rb = peak(m), rss(m)
+				}
+				p("| %d | %d | %s | %s | %s | %s | %s |\n", i+1, c, num(a, 0), num(b, 0), num(a/b, 3), num(ra, 1), num(rb, 1))
+			}
+		}
+		p("\n")
+	}
+
 	p("## How it is measured\n\n")
 	p("- `make bench` runs `go run ./cmd/bench` in `tools/bench`, a module of its own. It builds the service as the\n")
 	p("  release does (`CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"`) and the floor, starts `redis-server`\n")
@@ -285,6 +340,10 @@ func Markdown(r *Run, previous []byte) []byte {
 	p("  password), an OTLP/HTTP sink per service variant, and the three servers on free 127.0.0.1 ports, and stops\n")
 	p("  them all at the end, on failure and on interrupt. Between rounds Redis is emptied and its AOF rewritten, so\n")
 	p("  that no rewrite starts during a phase.\n")
+	p("- The floor and the service make a pair in every phase that compares them (the closed loops, the 1.1.0\n")
+	p("  routes): the floor goes first in odd rounds, the service in even ones, so that a drift of the machine\n")
+	p("  within a pair does not always favour the same side. `-service-flags` appends flags to the service\n")
+	p("  variants' command line: an A/B of a service option is two runs, each with its ratios to its own floor.\n")
 	p("- The load generator is a minimal HTTP/1.1 client on raw keep-alive connections (it shares the CPUs with\n")
 	p("  the server it measures). Requests: `POST /plants`, `Content-Type: application/json`, the service's bearer\n")
 	p("  token, body `{\"id\": <unique>, \"name\": \"Monstera\", \"tag\": \"tropical\"}`. The 1.1.0 routes' requests are\n")
@@ -297,6 +356,14 @@ func Markdown(r *Run, previous []byte) []byte {
 	p("## Changes and their effect\n\n")
 	p("%s\n%s%s\n", ChangeBegin, Changes(previous), ChangeEnd)
 	return b.Bytes()
+}
+
+func joinInts(xs []int) string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = fmt.Sprint(x)
+	}
+	return strings.Join(out, ", ")
 }
 
 func fractionNames(fs []float64) []string {

@@ -40,9 +40,12 @@ type Latency struct {
 
 // Measure is everything one round measured of one variant.
 type Measure struct {
-	ReadyMs      float64 // exec to /readyz answering 200
-	IdleRSS      float64 // MiB, after start-up and a settle
-	PeakRSS      float64 // MiB, VmHWM after the round's load
+	ReadyMs float64 // exec to /readyz answering 200
+	IdleRSS float64 // MiB, after start-up and a settle
+	PeakRSS float64 // MiB, VmHWM after the round's load
+	// ClosedRSS is VmHWM (MiB) right after the closed loop at Run.Conns,
+	// before the open loop: the peak under that load alone.
+	ClosedRSS    float64
 	Peak         float64 // closed-loop answers a second
 	PeakRequests int64
 	ClosedP50    float64 // ms, closed loop (coordinated, for information)
@@ -59,7 +62,67 @@ type Measure struct {
 	// Routes are API 1.1.0's routes' closed-loop phases, by route name
 	// (floor and service only).
 	Routes map[string]*RouteMeasure
+	// Sweep are the creates' closed-loop phases at Run.SweepConns
+	// connections, by number of connections, each on a process started for
+	// it (floor and service only).
+	Sweep map[int]*ConnsMeasure
 }
+
+// ConnsMeasure is one closed-loop phase of creates at a number of
+// connections, of one variant in a round.
+type ConnsMeasure struct {
+	Peak     float64 // answers a second
+	Requests int64
+	CPUPer1k float64 // server CPU seconds per 1,000 requests
+	P50, P99 float64 // ms, closed loop
+	// PeakRSS is VmHWM (MiB) of a process that, since its exec, ran only
+	// this phase's load.
+	PeakRSS    float64
+	Bad        int64 // answers other than 200
+	Errors     int64 // requests without an answer
+	Statuses   map[int]int64
+	FirstError string
+}
+
+// CreatesAt picks a figure of the creates' closed loop at conns
+// connections: the round's closed loop at Run.Conns, else a sweep phase's.
+func (r *Run) CreatesAt(conns int, g func(*ConnsMeasure) float64) func(*Measure) float64 {
+	return func(m *Measure) float64 {
+		if conns == r.Conns {
+			rss := m.ClosedRSS
+			if rss == 0 {
+				rss = math.NaN()
+			}
+			return g(&ConnsMeasure{Peak: m.Peak, Requests: m.PeakRequests, CPUPer1k: m.CPUPer1k,
+				P50: m.ClosedP50, P99: m.ClosedP99, PeakRSS: rss})
+		}
+		cm := m.Sweep[conns]
+		if cm == nil {
+			return math.NaN()
+		}
+		return g(cm)
+	}
+}
+
+// Pickers of the figures of a creates' closed loop.
+var (
+	ConnsPeakOf = func(m *ConnsMeasure) float64 { return m.Peak }
+	ConnsCPUOf  = func(m *ConnsMeasure) float64 { return m.CPUPer1k }
+	ConnsP99Of  = func(m *ConnsMeasure) float64 { return m.P99 }
+	ConnsRSSOf  = func(m *ConnsMeasure) float64 { return m.PeakRSS }
+)
+
+// ConcurrencyLevels are the numbers of connections the creates' closed
+// loops ran at, ascending: Conns and SweepConns.
+func (r *Run) ConcurrencyLevels() []int {
+	levels := append([]int{r.Conns}, r.SweepConns...)
+	slices.Sort(levels)
+	return slices.Compact(levels)
+}
+
+// HasSweep reports whether the run measures creates at other numbers of
+// connections than Conns.
+func (r *Run) HasSweep() bool { return r.SweepDuration > 0 && len(r.SweepConns) > 0 }
 
 // The routes of API 1.1.0 the harness measures, in table order.
 const (
@@ -148,16 +211,23 @@ type Run struct {
 	// phases, per route, round and variant; 0: the routes are not measured.
 	RouteWarmup, RouteDuration time.Duration
 	RouteFill                  int64 // plants in the store for the reads (besides the creates')
-	Elapsed                    time.Duration
-	Allocs                     []Bench
-	AllocsCommand              string
-	AllocsError                string
-	OTLPExports                map[string]int64 // export requests the sinks received, per variant
-	OTLPBytes                  map[string]int64
-	AccessLines                map[string]int64 // access log lines the service variants wrote
-	Failures                   []string         // what makes the run fail (exit status 1)
-	Warnings                   []string
-	PNG                        string // the chart, relative to the markdown file
+	// SweepConns are the creates' closed loops at other numbers of
+	// connections than Conns, each SweepDuration after Warmup, per round and
+	// variant (floor and service); none: not measured.
+	SweepConns    []int
+	SweepDuration time.Duration
+	// ServiceFlags were appended to the service variants' command line.
+	ServiceFlags  []string
+	Elapsed       time.Duration
+	Allocs        []Bench
+	AllocsCommand string
+	AllocsError   string
+	OTLPExports   map[string]int64 // export requests the sinks received, per variant
+	OTLPBytes     map[string]int64
+	AccessLines   map[string]int64 // access log lines the service variants wrote
+	Failures      []string         // what makes the run fail (exit status 1)
+	Warnings      []string
+	PNG           string // the chart, relative to the markdown file
 }
 
 // series returns one figure of one variant over the rounds.
@@ -210,8 +280,9 @@ var (
 	GenCPUOf   = func(m *Measure) float64 { return m.GeneratorCPUPer1k }
 )
 
-// Target is one target of the issue and whether the run met it.
+// Target is one target of an issue and whether the run met it.
 type Target struct {
+	Issue    int // the issue that set it
 	Name     string
 	Measured stats.Spread
 	Unit     string
@@ -230,29 +301,57 @@ func (t Target) Pass() bool {
 	return t.Measured.Median <= t.Limit
 }
 
-// HalfPeak is the index of the 50 % rate in Fractions, or -1.
-func (r *Run) HalfPeak() int {
-	for i, f := range r.Fractions {
-		if f == 0.5 {
+// fraction is the index of f in Fractions, or -1.
+func (r *Run) fraction(f float64) int {
+	for i, x := range r.Fractions {
+		if x == f {
 			return i
 		}
 	}
 	return -1
 }
 
-// Targets evaluates the issue's targets on the medians over the rounds.
+// HalfPeak is the index of the 50 % rate in Fractions, or -1.
+func (r *Run) HalfPeak() int { return r.fraction(0.5) }
+
+// QuarterPeak is the index of the 25 % rate in Fractions, or -1.
+func (r *Run) QuarterPeak() int { return r.fraction(0.25) }
+
+// Targets evaluates the issues' targets on the medians over the rounds:
+// issue 5's (telemetry's cost at 50 connections, memory and start-up), then
+// issue 15's (creates at each number of connections, latency at 25 % of the
+// service's peak and peak RSS at the most connections, each against the
+// floor; the 1.1.0 routes).
 func (r *Run) Targets() []Target {
-	half := r.HalfPeak()
+	half, quarter := r.HalfPeak(), r.QuarterPeak()
 	targets := []Target{
-		{Name: "service peak ≥ 0.85 × floor", Measured: r.RatioToFloor(Service, PeakOf), Unit: "×", Limit: 0.85, AtLeast: true},
-		{Name: "service-all-sampled peak ≥ 0.7 × floor", Measured: r.RatioToFloor(AllSampled, PeakOf), Unit: "×", Limit: 0.7, AtLeast: true},
-		{Name: "service p99 ≤ 5 ms at 50 % of peak", Measured: r.Figure(Service, OpenAt(half, P99Of)), Unit: "ms", Limit: 5},
-		{Name: "service idle RSS ≤ 30 MiB", Measured: r.Figure(Service, IdleRSSOf), Unit: "MiB", Limit: 30},
-		{Name: "service ready ≤ 200 ms after exec", Measured: r.Figure(Service, ReadyOf), Unit: "ms", Limit: 200},
+		{Issue: 5, Name: "service peak ≥ 0.85 × floor", Measured: r.RatioToFloor(Service, PeakOf), Unit: "×", Limit: 0.85, AtLeast: true},
+		{Issue: 5, Name: "service-all-sampled peak ≥ 0.7 × floor", Measured: r.RatioToFloor(AllSampled, PeakOf), Unit: "×", Limit: 0.7, AtLeast: true},
+		{Issue: 5, Name: "service p99 ≤ 5 ms at 50 % of peak", Measured: r.Figure(Service, OpenAt(half, P99Of)), Unit: "ms", Limit: 5},
+		{Issue: 5, Name: "service idle RSS ≤ 30 MiB", Measured: r.Figure(Service, IdleRSSOf), Unit: "MiB", Limit: 30},
+		{Issue: 5, Name: "service ready ≤ 200 ms after exec", Measured: r.Figure(Service, ReadyOf), Unit: "ms", Limit: 200},
+	}
+	levels := r.ConcurrencyLevels()
+	if !r.HasSweep() {
+		levels = []int{r.Conns}
+	}
+	for _, c := range levels {
+		limit := 0.9
+		if c == r.Conns {
+			limit = 1.0
+		}
+		targets = append(targets, Target{Issue: 15, Name: fmt.Sprintf("creates at %d connections ≥ %.1f × floor", c, limit),
+			Measured: r.RatioToFloor(Service, r.CreatesAt(c, ConnsPeakOf)), Unit: "×", Limit: limit, AtLeast: true})
+	}
+	targets = append(targets, Target{Issue: 15, Name: "service p99 at 25 % of its peak ≤ 1.2 × floor's",
+		Measured: r.RatioToFloor(Service, OpenAt(quarter, P99Of)), Unit: "×", Limit: 1.2})
+	if most := levels[len(levels)-1]; r.HasSweep() {
+		targets = append(targets, Target{Issue: 15, Name: fmt.Sprintf("peak RSS at %d connections ≤ 2 × floor's", most),
+			Measured: r.RatioToFloor(Service, r.CreatesAt(most, ConnsRSSOf)), Unit: "×", Limit: 2})
 	}
 	if r.HasRoutes() {
 		for _, route := range Routes {
-			targets = append(targets, Target{Name: route + " peak ≥ 0.9 × floor",
+			targets = append(targets, Target{Issue: 15, Name: route + " peak ≥ 0.9 × floor",
 				Measured: r.RatioToFloor(Service, RouteOf(route, RoutePeakOf)), Unit: "×", Limit: 0.9, AtLeast: true})
 		}
 	}
@@ -284,6 +383,7 @@ func (r *Run) Incomplete() []string {
 			check("ready time", m.ReadyMs)
 			check("idle RSS", m.IdleRSS)
 			check("peak RSS", m.PeakRSS)
+			check("peak RSS under the closed loop", m.ClosedRSS)
 			check("peak throughput", m.Peak)
 			check("CPU per 1,000 requests", m.CPUPer1k)
 			if len(m.Open) != len(r.Fractions) {
@@ -300,7 +400,27 @@ func (r *Run) Incomplete() []string {
 			if m.Non200 > 0 || m.Errors > 0 {
 				out = append(out, roundf(i, v, failuresText(m)))
 			}
-			if !r.HasRoutes() || !slices.Contains(RouteVariants, v) {
+			if !slices.Contains(RouteVariants, v) {
+				continue
+			}
+			for _, c := range r.SweepConns {
+				if !r.HasSweep() {
+					break
+				}
+				cm := m.Sweep[c]
+				name := fmt.Sprintf("creates at %d connections", c)
+				if cm == nil {
+					out = append(out, roundf(i, v, name+": not measured"))
+					continue
+				}
+				if !(cm.Peak > 0) || math.IsInf(cm.Peak, 0) || !(cm.CPUPer1k > 0) || !(cm.PeakRSS > 0) {
+					out = append(out, roundf(i, v, name+": peak, CPU or peak RSS missing"))
+				}
+				if cm.Bad > 0 || cm.Errors > 0 {
+					out = append(out, roundf(i, v, name+": "+failures(cm.Statuses, cm.Bad, cm.Errors, cm.FirstError)))
+				}
+			}
+			if !r.HasRoutes() {
 				continue
 			}
 			for _, route := range Routes {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,7 +63,7 @@ func sampleRun() *Run {
 		k := float64(i)
 		rd := Round{Rates: []float64{250, 500, 750}, Measures: map[string]*Measure{}}
 		for v, peak := range map[string]float64{Service: 900 + k, AllSampled: 750, Floor: 1000} {
-			m := &Measure{ReadyMs: 50, IdleRSS: 20, PeakRSS: 40, Peak: peak, CPUPer1k: 0.1, Statuses: map[int]int64{200: 10}}
+			m := &Measure{ReadyMs: 50, IdleRSS: 20, PeakRSS: 40, ClosedRSS: 30, Peak: peak, CPUPer1k: 0.1, Statuses: map[int]int64{200: 10}}
 			for j, rate := range rd.Rates {
 				m.Open = append(m.Open, Latency{Rate: rate, Achieved: rate, Scheduled: 10, Answered: 10, P50: 1 + float64(j), P99: 2 + float64(j) + k, P999: 9})
 			}
@@ -96,7 +97,7 @@ func TestTargetsAndTables(t *testing.T) {
 		t.Errorf("Incomplete with failures = %v", bad)
 	}
 	md := string(Markdown(r, nil))
-	for _, want := range []string{"| service peak ≥ 0.85 × floor | 0.901 (0.900–0.902) × | PASS |", "| service | 901 (900–902) | 0.901 (0.900–0.902) |", "## Changes and their effect"} {
+	for _, want := range []string{"| 5 | service peak ≥ 0.85 × floor | 0.901 (0.900–0.902) × | PASS |", "| service | 901 (900–902) | 0.901 (0.900–0.902) |", "## Changes and their effect"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
@@ -140,16 +141,17 @@ func withRoutes(r *Run) *Run {
 }
 
 func TestRouteTargetsAndTables(t *testing.T) {
-	if tg := sampleRun().Targets(); len(tg) != 5 {
-		t.Errorf("a run without routes has %d targets, want 5", len(tg))
+	// Issue 5's five, and issue 15's creates at 50 connections and p99 at 25 %.
+	if tg := sampleRun().Targets(); len(tg) != 7 {
+		t.Errorf("a run without routes nor sweep has %d targets, want 7", len(tg))
 	}
 	r := withRoutes(sampleRun())
 	if bad := r.Incomplete(); len(bad) != 1 {
 		t.Errorf("Incomplete = %v, want only the missing allocations", bad)
 	}
 	tg := r.Targets()
-	if len(tg) != 5+len(Routes) {
-		t.Fatalf("%d targets, want %d", len(tg), 5+len(Routes))
+	if len(tg) != 7+len(Routes) {
+		t.Fatalf("%d targets, want %d", len(tg), 7+len(Routes))
 	}
 	for i, want := range []struct {
 		name   string
@@ -161,17 +163,17 @@ func TestRouteTargetsAndTables(t *testing.T) {
 		{"GET /plants?limit=100 peak ≥ 0.9 × floor", 0.8, false},
 		{"DELETE /plants/{id} peak ≥ 0.9 × floor", 0.8, false},
 	} {
-		got := tg[5+i]
-		if got.Name != want.name || math.Abs(got.Measured.Median-want.median) > 1e-9 || got.Pass() != want.pass {
-			t.Errorf("target %d = %+v (pass %v), want %+v", 5+i, got, got.Pass(), want)
+		got := tg[7+i]
+		if got.Issue != 15 || got.Name != want.name || math.Abs(got.Measured.Median-want.median) > 1e-9 || got.Pass() != want.pass {
+			t.Errorf("target %d = %+v (pass %v), want %+v", 7+i, got, got.Pass(), want)
 		}
 	}
 	md := string(Markdown(r, nil))
 	for _, want := range []string{
 		"## API 1.1.0 routes",
 		"| `GET /plants/{id}` | 900 (850–950) | 1000 | 0.900 (0.850–0.950) |",
-		"| GET /plants/{id} peak ≥ 0.9 × floor | 0.900 (0.850–0.950) × | PASS |",
-		"| DELETE /plants/{id} peak ≥ 0.9 × floor | 0.800 × | FAIL |",
+		"| 15 | GET /plants/{id} peak ≥ 0.9 × floor | 0.900 (0.850–0.950) × | PASS |",
+		"| 15 | DELETE /plants/{id} peak ≥ 0.9 × floor | 0.800 × | FAIL |",
 		"| 2 | `GET /plants/{id}` | 850 | 1000 | 0.850 |",
 	} {
 		if !strings.Contains(md, want) {
@@ -189,6 +191,105 @@ func TestRouteTargetsAndTables(t *testing.T) {
 		"DELETE /plants/{id}: 2 bad answers, 0 requests without an answer (first: status 404, want 204)",
 		"GET /plants?limit=20: not measured",
 		"GET /plants/{id}: peak or CPU missing",
+	} {
+		if !strings.Contains(bad, want) {
+			t.Errorf("Incomplete lacks %q:\n%s", want, bad)
+		}
+	}
+}
+
+// withSweep adds creates at 10 and 200 connections to sampleRun's rounds:
+// the service at 0.95 × the floor at 10; at 0.80, 0.85, 0.90 × at 200, with
+// 2.0, 2.4, 1.8 × the floor's peak RSS.
+func withSweep(r *Run) *Run {
+	r.SweepConns, r.SweepDuration = []int{10, 200}, 3e9
+	for i, rd := range r.Rounds {
+		for _, v := range RouteVariants {
+			m := rd.Measures[v]
+			m.Sweep = map[int]*ConnsMeasure{}
+			for _, c := range r.SweepConns {
+				cm := &ConnsMeasure{Peak: 1000, Requests: 3000, CPUPer1k: 0.08, P50: 1, P99: 4, PeakRSS: 25, Statuses: map[int]int64{200: 3000}}
+				if v == Service {
+					cm.CPUPer1k, cm.PeakRSS = 0.1, 30
+					cm.Peak = 950
+					if c == 200 {
+						cm.Peak = []float64{800, 850, 900}[i]
+						cm.PeakRSS = []float64{50, 60, 45}[i]
+					}
+				}
+				m.Sweep[c] = cm
+			}
+		}
+	}
+	return r
+}
+
+func TestCreatesByConcurrency(t *testing.T) {
+	r := withSweep(sampleRun())
+	r.ServiceFlags = []string{"--redis-batch"}
+	if got := r.ConcurrencyLevels(); !slices.Equal(got, []int{10, 50, 200}) {
+		t.Errorf("ConcurrencyLevels = %v", got)
+	}
+	if bad := r.Incomplete(); len(bad) != 1 {
+		t.Errorf("Incomplete = %v, want only the missing allocations", bad)
+	}
+	var got []Target
+	for _, tg := range r.Targets() {
+		if tg.Issue == 15 {
+			got = append(got, tg)
+		}
+	}
+	for i, want := range []struct {
+		name   string
+		median float64
+		pass   bool
+	}{
+		{"creates at 10 connections ≥ 0.9 × floor", 0.95, true},
+		{"creates at 50 connections ≥ 1.0 × floor", 0.901, false},
+		{"creates at 200 connections ≥ 0.9 × floor", 0.85, false},
+		{"service p99 at 25 % of its peak ≤ 1.2 × floor's", 1, true},
+		{"peak RSS at 200 connections ≤ 2 × floor's", 2.0, true},
+	} {
+		if i >= len(got) {
+			t.Fatalf("%d targets of issue 15, want at least %d", len(got), i+1)
+		}
+		if got[i].Name != want.name || math.Abs(got[i].Measured.Median-want.median) > 1e-9 || got[i].Pass() != want.pass {
+			t.Errorf("issue 15 target %d = %+v (pass %v), want %+v", i, got[i], got[i].Pass(), want)
+		}
+	}
+	md := string(Markdown(r, nil))
+	for _, want := range []string{
+		"## Creates by concurrency",
+		"| 10 | 950 | 1000 | 0.950 | 0.1000 | 0.0800 | 4.00 | 4.00 | 30.0 | 25.0 | 1.20 |",
+		// The 50-connection row is the round's closed loop: the sample's
+		// closed-loop p99 and its peak RSS right after it.
+		"| 50 | 901 (900–902) | 1000 | 0.901 (0.900–0.902) | 0.1000 | 0.1000 | 0.00 | 0.00 | 30.0 | 30.0 | 1.00 |",
+		"| 200 | 850 (800–900) | 1000 | 0.850 (0.800–0.900) | 0.1000 | 0.0800 | 4.00 | 4.00 | 50.0 (45.0–60.0) | 25.0 | 2.00 (1.80–2.40) |",
+		"| 15 | creates at 200 connections ≥ 0.9 × floor | 0.850 (0.800–0.900) × | FAIL |",
+		"| 15 | peak RSS at 200 connections ≤ 2 × floor's | 2.000 (1.800–2.400) × | PASS |",
+		"| 2 | 200 | 850 | 1000 | 0.850 | 60.0 | 25.0 |",
+		"| service flags | `--redis-batch` (`-service-flags`)",
+		"| creates by concurrency | closed loop at 10, 200 connections, 3s per variant",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	if md := string(Markdown(sampleRun(), nil)); strings.Contains(md, "## Creates by concurrency") || !strings.Contains(md, "| service flags | none |") {
+		t.Error("a run without a sweep shows its table, or flags it was not given")
+	}
+
+	// A failed answer, a missing level and a level without a figure each fail the run.
+	r.Rounds[0].Measures[Service].Sweep[200].Bad = 4
+	r.Rounds[0].Measures[Service].Sweep[200].Statuses[503] = 4
+	r.Rounds[0].Measures[Service].Sweep[200].FirstError = "status 503, want 200"
+	delete(r.Rounds[1].Measures[Floor].Sweep, 10)
+	r.Rounds[2].Measures[Floor].Sweep[200].PeakRSS = 0
+	bad := strings.Join(r.Incomplete(), "\n")
+	for _, want := range []string{
+		"round 1, service: creates at 200 connections: 4 answers other than 200 (4×503), 0 requests without an answer (first error: status 503, want 200)",
+		"round 2, floor: creates at 10 connections: not measured",
+		"round 3, floor: creates at 200 connections: peak, CPU or peak RSS missing",
 	} {
 		if !strings.Contains(bad, want) {
 			t.Errorf("Incomplete lacks %q:\n%s", want, bad)

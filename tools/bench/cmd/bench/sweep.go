@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/load"
+	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
+	"github.com/plantstore/plantstore/tools/bench/internal/report"
+	"github.com/plantstore/plantstore/tools/bench/internal/stats"
+)
+
+// sweep measures the creates' closed loop at each of -sweep-conns
+// connections on the floor and the service, in the round's order (see
+// pair). Each number of connections runs on a floor and a service started
+// for it, so that VmHWM, the high-water mark since exec, read right after
+// the phase is the peak resident memory under that load alone.
+func (h *harness) sweep(ctx context.Context, round int, tag string, rd report.Round, variants []variant) error {
+	for _, conns := range h.opts.sweepConns {
+		if err := h.sweepLevel(ctx, round, tag, conns, rd, variants); err != nil {
+			return fmt.Errorf("creates at %d connections: %w", conns, err)
+		}
+	}
+	return nil
+}
+
+func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns int, rd report.Round, variants []variant) error {
+	var rs []*running
+	defer func() { h.stopAll(rs) }()
+	for _, name := range pair(round) {
+		var v variant
+		for _, w := range variants {
+			if w.name == name {
+				v = w
+			}
+		}
+		if v.name == "" {
+			return fmt.Errorf("no variant %q to run", name)
+		}
+		m := rd.Measures[name]
+		if m == nil {
+			return fmt.Errorf("%s: not measured in this round", name)
+		}
+		p, err := h.spawn(v.name, v.bin, v.args, v.env, filepath.Join(h.work, fmt.Sprintf("%s-round%d-c%d.log", v.name, round+1, conns)))
+		if err != nil {
+			return err
+		}
+		r := &running{v: v, p: p, m: m}
+		rs = append(rs, r)
+		api, _, _, err := awaitReady(ctx, p)
+		if err != nil {
+			return err
+		}
+		if r.target, err = load.NewTarget(api, h.token, &h.ids); err != nil {
+			return err
+		}
+	}
+	for _, r := range rs {
+		c, err := h.closed(ctx, r, conns, h.opts.sweepDuration)
+		if err != nil {
+			return err
+		}
+		mem, err := procfs.ReadMemory(r.p.pid())
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.v.name, err)
+		}
+		l := stats.Summarise(c.res.Latencies)
+		cm := &report.ConnsMeasure{
+			Peak: c.res.Throughput(), Requests: c.res.Requests,
+			CPUPer1k: stats.PerThousand(c.cpu, c.res.Requests),
+			P50:      stats.Millis(l.P50), P99: stats.Millis(l.P99),
+			PeakRSS: mib(mem.HWM),
+			Bad:     c.res.Bad, Errors: c.res.Errors, Statuses: c.res.Statuses, FirstError: c.res.FirstError,
+		}
+		if r.m.Sweep == nil {
+			r.m.Sweep = map[int]*report.ConnsMeasure{}
+		}
+		r.m.Sweep[conns] = cm
+		h.logf("%s %-20s %3d connections: peak %8.0f req/s, CPU %.4f s/1k req, closed-loop p50 %.2f ms p99 %.2f ms, peak RSS %.1f MiB, failed %d",
+			tag, r.v.name, conns, cm.Peak, cm.CPUPer1k, cm.P50, cm.P99, cm.PeakRSS, c.res.Failed())
+	}
+	return nil
+}
