@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,8 +21,42 @@ var colors = map[string]color.Color{
 
 // Chart draws latency (p50 dashed, p99 solid; log scale) against the
 // open-loop throughput, medians over the rounds, for every variant, into a
-// PNG at path.
+// PNG at path; and beside it, when the run has a sweep, the creates'
+// closed-loop throughput against the number of connections, service and
+// floor.
 func Chart(r *Run, path string) error {
+	lat, err := latencyPlot(r)
+	if err != nil {
+		return err
+	}
+	row := []*plot.Plot{lat}
+	w := 9 * vg.Inch
+	if r.HasSweep() {
+		row = append(row, concurrencyPlot(r))
+		w += 6 * vg.Inch
+	}
+	c, err := draw.NewFormattedCanvas(w, 5.5*vg.Inch, "png")
+	if err != nil {
+		return err
+	}
+	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Inch / 4, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
+	canvases := plot.Align([][]*plot.Plot{row}, tiles, draw.New(c))
+	for i, p := range row {
+		p.Draw(canvases[0][i])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("chart: %w", err)
+	}
+	return f.Close()
+}
+
+// latencyPlot is latency against open-loop throughput.
+func latencyPlot(r *Run) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("POST /plants: latency against throughput (open loop, medians of %d round(s))", len(r.Rounds))
 	p.X.Label.Text = "requests per second"
@@ -53,7 +89,7 @@ func Chart(r *Run, path string) error {
 			points += len(xys)
 			line, scatter, err := plotter.NewLinePoints(xys)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			line.Color = colors[v]
 			line.Width = vg.Points(1.5)
@@ -65,12 +101,74 @@ func Chart(r *Run, path string) error {
 		}
 	}
 	if points == 0 {
-		return fmt.Errorf("chart: no open-loop figure to plot")
+		return nil, fmt.Errorf("chart: no open-loop figure to plot")
 	}
 	// Some room above and below the data on the log axis.
 	p.Y.Min /= 1.5
 	p.Y.Max *= 2.5
 	p.X.Min = 0
 	p.X.Max *= 1.05
-	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
+	return p, nil
+}
+
+// concurrencyPlot is the creates' closed-loop throughput (medians, and the
+// range over the rounds as error bars) against the number of connections,
+// service and floor, each line's label with the ratios to the floor.
+func concurrencyPlot(r *Run) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = "POST /plants: closed-loop throughput by connections"
+	p.X.Label.Text = "connections (log scale)"
+	p.Y.Label.Text = "requests per second"
+	p.X.Scale = plot.LogScale{}
+	levels := r.ConcurrencyLevels()
+	ticks := make([]plot.Tick, len(levels))
+	for i, c := range levels {
+		ticks[i] = plot.Tick{Value: float64(c), Label: fmt.Sprint(c)}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	for _, v := range RouteVariants {
+		var xys plotter.XYs
+		var errs plotter.YErrors
+		var ratios []string
+		for _, c := range levels {
+			peak := r.CreatesAt(c, ConnsPeakOf)
+			s := r.Figure(v, peak)
+			if !s.Valid() {
+				continue
+			}
+			xys = append(xys, plotter.XY{X: float64(c), Y: s.Median})
+			errs = append(errs, struct{ Low, High float64 }{s.Median - s.Min, s.Max - s.Median})
+			ratios = append(ratios, num(r.RatioToFloor(v, peak).Median, 2))
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		line, scatter, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			continue
+		}
+		line.Color, line.Width = colors[v], vg.Points(1.5)
+		scatter.Color, scatter.Shape = colors[v], draw.CircleGlyph{}
+		p.Add(line, scatter)
+		if bars, err := plotter.NewYErrorBars(struct {
+			plotter.XYs
+			plotter.YErrors
+		}{xys, errs}); err == nil {
+			bars.Color = colors[v]
+			p.Add(bars)
+		}
+		label := v
+		if v != Floor {
+			label += " (÷ floor " + strings.Join(ratios, ", ") + ")"
+		}
+		p.Legend.Add(label, line, scatter)
+	}
+	p.Y.Min = 0
+	p.Y.Max *= 1.25
+	p.X.Min = float64(levels[0]) / 1.5
+	p.X.Max = float64(levels[len(levels)-1]) * 1.5
+	return p
 }

@@ -180,7 +180,8 @@ func Markdown(r *Run, previous []byte) []byte {
 		p("warm-up, on a floor and a service started for it. Peak RSS is `VmHWM`, the high-water mark since exec, of a\n")
 		p("process that ran only that load: read right after the phase (at %d connections, after the closed loop and\n", r.Conns)
 		p("before the open loop). CPU: the server's, per 1,000 requests. p99: closed loop (coordinated, for\n")
-		p("information). Ratios are the medians of the per-round ratios.\n\n")
+		p("information). Ratios are the medians of the per-round ratios; the chart's right panel (under Latency)\n")
+		p("draws the requests/s.\n\n")
 		p("| connections | service requests/s | floor requests/s | ÷ floor | service CPU s/1k | floor CPU s/1k | service p99 ms | floor p99 ms | service peak RSS MiB | floor peak RSS MiB | RSS ÷ floor |\n")
 		p("|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, c := range r.ConcurrencyLevels() {
@@ -241,7 +242,11 @@ func Markdown(r *Run, previous []byte) []byte {
 	}
 	p("\n")
 	if r.PNG != "" {
-		p("![Latency (p50 and p99, log scale) against throughput for the service and the floor](%s)\n\n", r.PNG)
+		alt := "Latency (p50 and p99, log scale) against throughput for the service and the floor"
+		if r.HasSweep() {
+			alt += "; beside it, the creates' closed-loop throughput by connections, service and floor"
+		}
+		p("![%s](%s)\n\n", alt, r.PNG)
 	}
 
 	p("## CPU\n\n")

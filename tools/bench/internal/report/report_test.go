@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -294,5 +295,30 @@ func TestCreatesByConcurrency(t *testing.T) {
 		if !strings.Contains(bad, want) {
 			t.Errorf("Incomplete lacks %q:\n%s", want, bad)
 		}
+	}
+}
+
+// With a sweep the chart has a second panel, the creates by connections.
+func TestChartWithSweep(t *testing.T) {
+	dir := t.TempDir()
+	size := func(r *Run) int {
+		path := filepath.Join(dir, "c.png")
+		if err := Chart(r, path); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cfg, err := png.DecodeConfig(f)
+		if err != nil {
+			t.Fatalf("chart is not a PNG: %v", err)
+		}
+		return cfg.Width
+	}
+	one, two := size(sampleRun()), size(withSweep(sampleRun()))
+	if two <= one {
+		t.Errorf("chart with a sweep is %d px wide, without %d: no second panel", two, one)
 	}
 }
