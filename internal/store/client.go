@@ -36,6 +36,10 @@ type RedisOptions struct {
 	MinReplicaAcks    int
 	ReplicaAckTimeout time.Duration
 
+	// Batch: coalesce the single commands of concurrent requests into
+	// pipelines (Batcher); off, one round trip per command.
+	Batch bool
+
 	PoolSize     int
 	MaxRetries   int
 	DialTimeout  time.Duration

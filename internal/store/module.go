@@ -65,8 +65,21 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 		}
 	}
 	log.Info("using redis", zap.Strings("addrs", o.Addrs), zap.String("mode", mode), zap.Bool("tls", o.TLS),
-		zap.Int("min_replica_acks", o.MinReplicaAcks))
+		zap.Int("min_replica_acks", o.MinReplicaAcks), zap.Bool("batch", o.Batch))
 	r := NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout).RecordEvents(rec)
+	if o.Batch {
+		var tp trace.TracerProvider
+		if tracing.Exporting {
+			tp = telemetry.ClientSpans(tracing.Provider)
+		}
+		batcher, err := NewBatcher(client, BatchOptions{Tracer: tp}, reg)
+		if err != nil {
+			return Provided{}, err
+		}
+		// Appended after the client's: stopped before the client closes.
+		lc.Append(fx.StopHook(batcher.Close))
+		r.Batch(batcher)
+	}
 	b, err := Instrument(r, reg)
 	return Provided{Backend: b, Outbox: r.Outbox()}, err
 }
@@ -81,6 +94,10 @@ func TraceCommands(client redis.UniversalClient, tp trace.TracerProvider) error 
 		redisotel.WithDBStatement(false),
 		// No build-machine paths in spans.
 		redisotel.WithCallerEnabled(false),
+		// go-redis 9.23 dials pooled connections on a background context
+		// of its own (pool.queuedNewConn), so every dial span would be a
+		// root trace of its own, in no request's trace.
+		redisotel.WithDialFilter(true),
 		// The readiness probe's PING would start a root trace every few
 		// seconds; AUTH is never traced.
 		redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {

@@ -28,6 +28,8 @@ type Redis struct {
 	// recording on: the scripts also record each change's event in its
 	// shard's outbox stream (RecordEvents).
 	recording *Recording
+	// batch non-nil: single commands go through it (Batch).
+	batch *Batcher
 }
 
 // NewRedis returns a repository on client whose keys all start with prefix.
@@ -108,7 +110,7 @@ func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.O
 	if r.acks > 0 {
 		return r.createAcknowledged(ctx, p, script, keys, args)
 	}
-	old, err := script.Run(ctx, r.client, keys, args...).Text()
+	old, err := r.runScript(ctx, script, keys, args).Text()
 	if errors.Is(err, redis.Nil) {
 		return p, plant.Created, nil
 	}

@@ -156,7 +156,7 @@ func loadScripts(ctx context.Context, c redis.Scripter) error {
 
 // Get implements plant.Repository.
 func (r *Redis) Get(ctx context.Context, id int64) (plant.Plant, error) {
-	v, err := r.client.Get(ctx, r.Key(id)).Bytes()
+	v, err := r.get(ctx, r.Key(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return plant.Plant{}, fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
 	}
@@ -190,7 +190,7 @@ func (r *Redis) Delete(ctx context.Context, id int64) error {
 	if r.acks > 0 {
 		return r.deleteAcknowledged(ctx, id, script, keys, args)
 	}
-	n, err := script.Run(ctx, r.client, keys, args...).Int()
+	n, err := r.runScript(ctx, script, keys, args).Int()
 	if err != nil {
 		return classify(fmt.Errorf("deleting plant %d: %w", id, err))
 	}

@@ -1,0 +1,415 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/store"
+	"github.com/plantstore/plantstore/internal/store/storetest"
+)
+
+// batched returns a repository on client whose single commands go through
+// a Batcher of o, and the registry its batch sizes are on.
+func batched(t *testing.T, client redis.UniversalClient, o store.BatchOptions) (*store.Redis, *store.Batcher, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	b, err := store.NewBatcher(client, o, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return store.NewRedis(client, "plantstore:").Batch(b), b, reg
+}
+
+// batchSizes returns how many pipelines the batcher sent and the sum of
+// their sizes.
+func batchSizes(t *testing.T, reg *prometheus.Registry) (count uint64, sum float64) {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "plantstore_redis_batch_size" && f.GetType() == dto.MetricType_HISTOGRAM {
+			h := f.GetMetric()[0].GetHistogram()
+			return h.GetSampleCount(), h.GetSampleSum()
+		}
+	}
+	t.Fatal("no plantstore_redis_batch_size histogram")
+	return 0, 0
+}
+
+// pipelineStarts signals each pipeline the client is about to send.
+type pipelineStarts chan int
+
+func (p pipelineStarts) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (p pipelineStarts) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (p pipelineStarts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		select {
+		case p <- len(cmds):
+		default:
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// stallBatch makes the next commands form one batch: with Redis stopped
+// (SIGSTOP) and one worker, first is sent and blocks the worker; then every
+// command of rest is queued behind it. It returns once all of rest are
+// queued; the caller resumes srv.
+func stallBatch(t *testing.T, srv *redistest.Server, b *store.Batcher, starts pipelineStarts, first func(), rest []func()) *sync.WaitGroup {
+	t.Helper()
+	var wg sync.WaitGroup
+	srv.Pause()
+	wg.Go(first)
+	select {
+	case <-starts:
+	case <-time.After(10 * time.Second):
+		srv.Resume()
+		t.Fatal("the first command's pipeline was never sent")
+	}
+	for _, f := range rest {
+		wg.Go(f)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for store.BatchQueued(b) < len(rest) {
+		if time.Now().After(deadline) {
+			srv.Resume()
+			t.Fatalf("%d of %d commands queued", store.BatchQueued(b), len(rest))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return &wg
+}
+
+// TestBatchConformance runs the conformance suite through the batcher, on
+// a single node and on a Cluster (whose pipelines go-redis splits by slot).
+func TestBatchConformance(t *testing.T) {
+	single := redistest.Start(t)
+	cluster := redistest.StartCluster(t, 3)
+	for _, tc := range []struct {
+		name    string
+		addrs   []string
+		masters []*redistest.Server
+	}{
+		{"single node", []string{single.Addr}, []*redistest.Server{single}},
+		{"cluster", cluster.Addrs(), cluster.Masters},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Run(t, func(t *testing.T) storetest.Repository {
+				for _, m := range tc.masters {
+					if err := m.Client().FlushAll(context.Background()).Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+				client := newClient(t, store.RedisOptions{Addrs: tc.addrs, Cluster: len(tc.addrs) > 1})
+				r, _, _ := batched(t, client, store.BatchOptions{})
+				return r
+			})
+		})
+	}
+}
+
+// TestBatchConcurrentCreates: many requests at once, on distinct ids and on
+// the same ids with the same or another plant, answer exactly as one round
+// trip each would: one Created per id, Replayed for the same plant, a
+// conflict for another; reads see what was stored; and the commands did
+// share pipelines.
+func TestBatchConcurrentCreates(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	r, _, reg := batched(t, client, store.BatchOptions{Workers: 2})
+	ctx := context.Background()
+
+	const ids, perID = 200, 6 // each id: 4 × the same plant, 2 × another
+	var created, replayed, conflicts [ids]atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, ids*perID)
+	for k := range perID {
+		for id := range int64(ids) {
+			wg.Go(func() {
+				name := fmt.Sprintf("plant-%d", id)
+				if k >= 4 {
+					name += "-other"
+				}
+				_, outcome, err := r.Create(ctx, plant.Plant{ID: id, Name: name})
+				switch {
+				case errors.Is(err, plant.ErrConflict):
+					conflicts[id].Add(1)
+				case err != nil:
+					errs <- fmt.Errorf("create %d: %w", id, err)
+				case outcome == plant.Created:
+					created[id].Add(1)
+				case outcome == plant.Replayed:
+					replayed[id].Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for id := range int64(ids) {
+		stored, err := r.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("get %d: %v", id, err)
+		}
+		// The first create of the id decided the plant: the others with
+		// the same name replay it, the others conflict.
+		same := int32(4)
+		if stored.Name != fmt.Sprintf("plant-%d", id) {
+			same = 2
+		}
+		if created[id].Load() != 1 || replayed[id].Load() != same-1 || conflicts[id].Load() != perID-same {
+			t.Errorf("id %d (stored %q): %d created, %d replayed, %d conflicts; want 1, %d, %d",
+				id, stored.Name, created[id].Load(), replayed[id].Load(), conflicts[id].Load(), same-1, perID-same)
+		}
+		if n, err := srv.Client().Exists(ctx, store.PlantKey("plantstore:", id)).Result(); err != nil || n != 1 {
+			t.Fatalf("plant %d not stored: %d, %v", id, n, err)
+		}
+	}
+	if _, err := r.Get(ctx, ids); !errors.Is(err, plant.ErrNotFound) {
+		t.Errorf("get of a missing id: %v, want ErrNotFound", err)
+	}
+	if n, sum := batchSizes(t, reg); sum != ids*perID+ids+1 || n == 0 {
+		t.Errorf("%d pipelines of %v commands in all, want the %d commands", n, sum, ids*perID+ids+1)
+	}
+}
+
+// TestBatchCoalesces: commands queued while a pipeline is in flight leave
+// together, in one pipeline, and each gets its own answer.
+func TestBatchCoalesces(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	starts := make(pipelineStarts, 1)
+	client.AddHook(starts)
+	r, b, reg := batched(t, client, store.BatchOptions{Workers: 1})
+	ctx := context.Background()
+	if _, _, err := r.Create(ctx, plant.Plant{ID: 1000, Name: "warm"}); err != nil { // dials
+		t.Fatal(err)
+	}
+	<-starts
+
+	const n = 20
+	outcomes := make([]error, n+1)
+	rest := make([]func(), n)
+	for i := range rest {
+		id := int64(i + 1)
+		rest[i] = func() {
+			if i%2 == 0 {
+				_, outcomes[id] = r.Get(ctx, 1000)
+				return
+			}
+			_, outcome, err := r.Create(ctx, plant.Plant{ID: id, Name: "p"})
+			if err == nil && outcome != plant.Created {
+				err = fmt.Errorf("outcome %v, want Created", outcome)
+			}
+			outcomes[id] = err
+		}
+	}
+	wg := stallBatch(t, srv, b, starts, func() {
+		_, _, outcomes[0] = r.Create(ctx, plant.Plant{ID: 0, Name: "first"})
+	}, rest)
+	srv.Resume()
+	if got := <-starts; got != n {
+		t.Errorf("the queued commands left in a pipeline of %d, want %d", got, n)
+	}
+	wg.Wait()
+	for id, err := range outcomes {
+		if err != nil {
+			t.Errorf("command %d: %v", id, err)
+		}
+	}
+	if count, sum := batchSizes(t, reg); count != 3 || sum != n+2 {
+		t.Errorf("%d pipelines of %v commands, want 3 of %d", count, sum, n+2)
+	}
+}
+
+// TestBatchDeadline: a request whose deadline passes while its pipeline is
+// stuck (Redis stopped) returns at its deadline, unavailable; a request
+// cancelled while queued returns at once and its command is never sent.
+func TestBatchDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	starts := make(pipelineStarts, 1)
+	client.AddHook(starts)
+	r, b, _ := batched(t, client, store.BatchOptions{Workers: 1})
+	ctx := context.Background()
+	if _, _, err := r.Create(ctx, plant.Plant{ID: 1000, Name: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	<-starts
+
+	const deadline = 300 * time.Millisecond
+	var stuckErr, cancelledErr error
+	var stuckTook, cancelledTook time.Duration
+	queued, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cancelled := make(chan struct{})
+	wg := stallBatch(t, srv, b, starts, func() {
+		dctx, dcancel := context.WithTimeout(ctx, deadline)
+		defer dcancel()
+		start := time.Now()
+		_, _, stuckErr = r.Create(dctx, plant.Plant{ID: 1, Name: "stuck"})
+		stuckTook = time.Since(start)
+	}, []func(){func() {
+		_, _, cancelledErr = r.Create(queued, plant.Plant{ID: 2, Name: "cancelled"})
+		close(cancelled)
+	}})
+	start := time.Now()
+	cancel()
+	<-cancelled
+	cancelledTook = time.Since(start)
+	wg.Wait()
+	srv.Resume()
+
+	// The deadline ends the wait, or the pipeline's read a moment before:
+	// either way the deadline's error, unavailable.
+	if !errors.Is(stuckErr, plant.ErrUnavailable) ||
+		!errors.Is(stuckErr, context.DeadlineExceeded) && !errors.Is(stuckErr, os.ErrDeadlineExceeded) {
+		t.Errorf("create past its deadline: %v, want ErrUnavailable and the deadline", stuckErr)
+	}
+	if stuckTook > deadline+time.Second {
+		t.Errorf("create with a %v deadline returned after %v", deadline, stuckTook)
+	}
+	if !errors.Is(cancelledErr, plant.ErrUnavailable) || !errors.Is(cancelledErr, context.Canceled) {
+		t.Errorf("cancelled create: %v, want ErrUnavailable and context.Canceled", cancelledErr)
+	}
+	if cancelledTook > time.Second {
+		t.Errorf("cancelled create returned %v after its cancellation", cancelledTook)
+	}
+	// A later command passes the worker after the cancelled one.
+	if _, _, err := r.Create(ctx, plant.Plant{ID: 3, Name: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := srv.Client().Exists(ctx, store.PlantKey("plantstore:", 2)).Result(); err != nil || n != 0 {
+		t.Errorf("the create cancelled before it was sent stored its plant (%d, %v)", n, err)
+	}
+}
+
+// TestBatchNoScript: a node without the scripts (SCRIPT FLUSH, as after a
+// restart or a failover) answers batched creates and deletes NOSCRIPT; they
+// are run again with EVAL, which loads the scripts, and succeed.
+func TestBatchNoScript(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	r, _, _ := batched(t, client, store.BatchOptions{})
+	ctx := context.Background()
+	run := func(what string, op func(id int64) error) {
+		t.Helper()
+		if err := srv.Client().ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 32)
+		for i := range errs {
+			wg.Go(func() { errs[i] = op(int64(i)) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("%s %d after SCRIPT FLUSH: %v", what, i, err)
+			}
+		}
+	}
+	run("create", func(id int64) error {
+		_, outcome, err := r.Create(ctx, plant.Plant{ID: id, Name: "p"})
+		if err == nil && outcome != plant.Created {
+			err = fmt.Errorf("outcome %v", outcome)
+		}
+		return err
+	})
+	run("delete", func(id int64) error { return r.Delete(ctx, id) })
+	if n, err := srv.Client().DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Errorf("%d keys (%v) after deleting every plant", n, err)
+	}
+}
+
+// TestBatchRedisKilled: Redis killed under batched load: every failure is
+// unavailable (503), creates succeed again once it is back, and with AOF
+// and appendfsync always no acknowledged plant is lost.
+func TestBatchRedisKilled(t *testing.T) {
+	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	r, _, _ := batched(t, client, store.BatchOptions{})
+
+	var next atomic.Int64
+	var mu sync.Mutex
+	var acked []int64
+	var unavailable, afterRestart atomic.Int64
+	var restarted atomic.Bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := next.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				_, _, err := r.Create(ctx, plant.Plant{ID: id, Name: "p"})
+				cancel()
+				switch {
+				case err == nil:
+					mu.Lock()
+					acked = append(acked, id)
+					mu.Unlock()
+					if restarted.Load() {
+						afterRestart.Add(1)
+					}
+				case errors.Is(err, plant.ErrUnavailable):
+					unavailable.Add(1)
+					time.Sleep(5 * time.Millisecond)
+				default:
+					t.Errorf("create %d: %v, want success or ErrUnavailable", id, err)
+				}
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	srv.Stop()
+	time.Sleep(500 * time.Millisecond)
+	srv.Restart()
+	restarted.Store(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for afterRestart.Load() < 100 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if unavailable.Load() == 0 {
+		t.Error("no create was unavailable while Redis was down")
+	}
+	if afterRestart.Load() < 100 {
+		t.Errorf("%d creates succeeded within 10 s of Redis's return", afterRestart.Load())
+	}
+	ctx := context.Background()
+	lost := 0
+	for _, id := range acked {
+		if n, err := srv.Client().Exists(ctx, store.PlantKey("plantstore:", id)).Result(); err != nil || n != 1 {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d acknowledged plants lost", lost, len(acked))
+	}
+	t.Logf("%d acknowledged, %d unavailable", len(acked), unavailable.Load())
+}
