@@ -83,15 +83,15 @@ bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on,
 	@echo; echo "== telemetry off vs on, per store (benchstat -col /telemetry)"
 	$(TOOL) benchstat -col /telemetry bin/bench-chain.txt
 
-bench-load: redis-server ## load harness: service vs floor on loopback; writes docs/performance.md and docs/performance.png (about 4 minutes: creates, then the 1.1.0 routes each against its floor)
-	cd tools/bench && $(GO) run ./cmd/bench $(BENCH_FLAGS)
+bench-load: redis-server ## load harness: service vs floor on loopback; writes docs/performance.md and docs/performance.png (about 5 minutes: creates at 50 connections, the 1.1.0 routes, creates at 10 and 200, each against its floor; then a CPU profile into bin/profile)
+	cd tools/bench && $(GO) run ./cmd/bench -profile ../../bin/profile $(BENCH_FLAGS)
 
 bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 10^5 and 10^6 plants, embedded store and Redis (flat: docs/storage.md)
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench 'ListPage' -benchtime 2000x -count $(BENCHCOUNT) ./internal/store/ | tee bin/bench-store.txt | grep -v '^redis:'
 
-bench-short: redis-server ## CI: the load harness, 1 round of 1s phases; fails if a phase has no figure or a request failed
-	cd tools/bench && $(GO) run ./cmd/bench -short $(BENCH_FLAGS)
+bench-short: redis-server ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short); fails if a phase has no figure or a request failed
+	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
 
 lint: image-lint generate-check ## go vet, staticcheck, gofmt, the generated client up to date, and the Dockerfile under BuildKit's rules
 	$(GO) vet ./...

@@ -3,6 +3,7 @@ module github.com/plantstore/plantstore/tools/bench
 go 1.26.0
 
 require (
+	github.com/google/pprof v0.0.0-20250607225305-033d6d78b36a
 	github.com/redis/go-redis/v9 v9.23.0
 	gonum.org/v1/plot v0.17.0
 )

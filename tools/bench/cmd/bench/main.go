@@ -102,7 +102,7 @@ func realMain() int {
 	sweepConns := fs.String("sweep-conns", "10,200", "creates' closed loops at these numbers of connections besides -conns (comma-separated; empty: none), per round, on a floor and a service started for each (200 alone with -short)")
 	fs.DurationVar(&o.sweepDuration, "sweep-duration", 3*time.Second, "closed-loop measurement per -sweep-conns level, round and variant (floor, service), after -warmup (1s with -short)")
 	serviceFlags := fs.String("service-flags", "", "flags appended to the service variants' command line, split on spaces (e.g. --redis-batch), recorded in the report")
-	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop and save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory")
+	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop, save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory, and show the CPU profile's breakdown in the report (make bench-load: bin/profile)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}

@@ -111,6 +111,10 @@ func (h *harness) measure(ctx context.Context, root string) error {
 				if err := h.profileService(ctx, v, h.opts.profile); err != nil {
 					return fmt.Errorf("profiling: %w", err)
 				}
+				// The report names the profiles' directory from the repository's root when it is inside.
+				if rel, err := filepath.Rel(root, h.run.Profile.Dir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+					h.run.Profile.Dir = filepath.ToSlash(rel)
+				}
 			}
 		}
 	}

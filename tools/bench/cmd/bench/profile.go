@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/plantstore/plantstore/tools/bench/internal/cpuprof"
 	"github.com/plantstore/plantstore/tools/bench/internal/load"
+	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
 
 // profiles are what profileService saves, by file name: the admin
@@ -26,10 +28,15 @@ var profiles = []struct{ file, path string }{
 
 // profileService runs the service once more, with --pprof, under the closed
 // loop of a round, and saves its CPU, allocation, heap, mutex, block and
-// goroutine profiles into dir. It comes after the rounds and counts for no
-// figure: profiling costs the service CPU of its own.
+// goroutine profiles into dir, and the CPU profile's breakdown into the
+// report. It comes after the rounds and counts for no other figure:
+// profiling costs the service CPU of its own.
 func (h *harness) profileService(ctx context.Context, v variant, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
 		return err
 	}
 	v.args = append(append([]string(nil), v.args...), "--pprof")
@@ -67,6 +74,19 @@ func (h *harness) profileService(ctx context.Context, v variant, dir string) err
 	}
 	h.logf("profiled %s: %.0f req/s under profiling; profiles in %s (go tool pprof %s %s)",
 		v.name, res.Throughput(), dir, v.bin, filepath.Join(dir, "cpu.pprof"))
+	f, err := os.Open(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := cpuprof.Read(f, 15)
+	if err != nil {
+		return err
+	}
+	h.run.Profile = &report.Profile{Dir: dir, Conns: h.opts.conns, Throughput: res.Throughput(), Breakdown: b}
+	for _, c := range b.Components {
+		h.logf("profile: %-36s flat %5.1f %%, through %5.1f %%", c.Name, c.Flat*100, c.Cum*100)
+	}
 	return nil
 }
 

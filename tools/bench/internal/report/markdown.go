@@ -66,6 +66,9 @@ func ratioCell(r *Run, v string, f func(*Measure) float64, prec int) string {
 
 func pct(f float64) string { return fmt.Sprintf("%.0f %%", f*100) }
 
+// pctf formats a share as a percentage with one decimal.
+func pctf(f float64) string { return fmt.Sprintf("%.1f %%", f*100) }
+
 // Markdown renders the run as docs/performance.md, keeping the changes
 // section of previous (the file's current contents, or nil).
 func Markdown(r *Run, previous []byte) []byte {
@@ -258,6 +261,30 @@ func Markdown(r *Run, previous []byte) []byte {
 		p("| %s | %s | %s | %s |\n", v, cell(r.Figure(v, CPUOf), 4), ratioCell(r, v, CPUOf, 2), cell(r.Figure(v, GenCPUOf), 4))
 	}
 	p("\n")
+
+	if pr := r.Profile; pr != nil {
+		p("## Profile breakdown\n\n")
+		p("Where the service's CPU goes under the creates' closed loop: after the rounds the harness runs the service\n")
+		p("(the chart's sampling) once more with `--pprof`, %d connections, and takes a CPU profile of %.1f s (%.1f s of\n", pr.Conns, pr.Duration, pr.Seconds)
+		p("CPU sampled; %.0f requests/s under profiling, which costs CPU of its own; no other figure comes from this\n", pr.Throughput)
+		p("run). **Flat**: the samples whose innermost function of a known component is in it (a `runtime.memmove`\n")
+		p("under encoding/json counts for JSON; the column adds up to 100 %%). **Through**: the samples whose stack\n")
+		p("passes through it anywhere (overlapping: a Redis call under the service's handler counts in both). The\n")
+		p("functions' flat is pprof's (the innermost function itself). Profiles: `%s` (`go tool pprof`).\n\n", pr.Dir)
+		p("| component | flat | through |\n|---|---|---|\n")
+		for _, c := range pr.Components {
+			through := pctf(c.Cum)
+			if c.Cum == 0 && c.Flat > 0 { // other: no "through"
+				through = "–"
+			}
+			p("| %s | %s | %s |\n", c.Name, pctf(c.Flat), through)
+		}
+		p("\n| function (top %d by flat) | flat | through |\n|---|---|---|\n", len(pr.Top))
+		for _, f := range pr.Top {
+			p("| `%s` | %s | %s |\n", f.Name, pctf(f.Flat), pctf(f.Cum))
+		}
+		p("\n")
+	}
 
 	p("## Memory and start-up\n\n")
 	p("Resident memory (`VmRSS`) idle, after start-up and a settle of at least a second; peak (`VmHWM`) after the\n")

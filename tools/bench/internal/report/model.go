@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/plantstore/plantstore/tools/bench/internal/cpuprof"
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
 
@@ -168,6 +169,15 @@ var (
 	RouteP99Of  = func(m *RouteMeasure) float64 { return m.P99 }
 )
 
+// Profile is where the service's CPU went under the creates' closed loop,
+// from a CPU profile of a run after the rounds.
+type Profile struct {
+	Dir        string  // where the profiles are
+	Conns      int     // closed-loop connections
+	Throughput float64 // answers a second under profiling
+	cpuprof.Breakdown
+}
+
 // Round is one round: each variant measured once, in turn.
 type Round struct {
 	Rates    []float64 // the open-loop rates: fractions of this round's service peak
@@ -217,7 +227,9 @@ type Run struct {
 	SweepConns    []int
 	SweepDuration time.Duration
 	// ServiceFlags were appended to the service variants' command line.
-	ServiceFlags  []string
+	ServiceFlags []string
+	// Profile is the service's CPU profile's breakdown (-profile), or nil.
+	Profile       *Profile
 	Elapsed       time.Duration
 	Allocs        []Bench
 	AllocsCommand string

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/cpuprof"
 )
 
 func TestParseGoBench(t *testing.T) {
@@ -320,5 +322,32 @@ func TestChartWithSweep(t *testing.T) {
 	one, two := size(sampleRun()), size(withSweep(sampleRun()))
 	if two <= one {
 		t.Errorf("chart with a sweep is %d px wide, without %d: no second panel", two, one)
+	}
+}
+
+func TestProfileBreakdown(t *testing.T) {
+	r := sampleRun()
+	if md := string(Markdown(r, nil)); strings.Contains(md, "## Profile breakdown") {
+		t.Error("a run without -profile shows a profile breakdown")
+	}
+	r.Profile = &Profile{Dir: "bin/profile", Conns: 50, Throughput: 4321, Breakdown: cpuprof.Breakdown{
+		Seconds: 7.5, Duration: 5,
+		Components: []cpuprof.Share{{Name: "Redis client (go-redis)", Flat: 0.125, Cum: 0.4}, {Name: "other (no known component on the stack)", Flat: 0.875}},
+		Top:        []cpuprof.Share{{Name: "syscall.Syscall6", Flat: 0.3, Cum: 0.31}},
+	}}
+	md := string(Markdown(r, nil))
+	for _, want := range []string{
+		"## Profile breakdown",
+		"50 connections, and takes a CPU profile of 5.0 s (7.5 s of",
+		"CPU sampled; 4321 requests/s under profiling",
+		"Profiles: `bin/profile`",
+		"| Redis client (go-redis) | 12.5 % | 40.0 % |",
+		"| other (no known component on the stack) | 87.5 % | – |",
+		"| function (top 1 by flat) | flat | through |",
+		"| `syscall.Syscall6` | 30.0 % | 31.0 % |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q", want)
+		}
 	}
 }
