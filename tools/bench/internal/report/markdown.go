@@ -150,8 +150,12 @@ func Markdown(r *Run, previous []byte) []byte {
 	}
 
 	p("## Targets\n\n")
-	p("From issue 5 (the cost of the default telemetry) and issue 15 (the service against its floor at 10, 50\n")
-	p("and 200 connections, at 25 %% of its own peak rate, in memory under the most connections, and on the 1.1.0\n")
+	levels := []int{r.Conns}
+	if r.HasSweep() {
+		levels = r.ConcurrencyLevels()
+	}
+	p("From issue 5 (the cost of the default telemetry) and issue 15 (the service against its floor: creates at\n")
+	p("%s connections, p99 at 25 %% of its own peak rate, peak RSS under the most connections, the 1.1.0\n", joinInts(levels))
 	p("routes), judged on the medians of this run. A ratio is the median of the per-round ratios.\n\n")
 	p("| issue | target | measured | verdict |\n|---|---|---|---|\n")
 	for _, t := range r.Targets() {

@@ -273,6 +273,7 @@ func TestCreatesByConcurrency(t *testing.T) {
 		"| 2 | 200 | 850 | 1000 | 0.850 | 60.0 | 25.0 |",
 		"| service flags | `--redis-batch` (`-service-flags`)",
 		"| creates by concurrency | closed loop at 10, 200 connections, 3s per variant",
+		"creates at\n10, 50, 200 connections, p99 at 25 % of its own peak rate",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
