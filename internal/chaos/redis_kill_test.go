@@ -2,10 +2,12 @@ package chaos
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -57,14 +59,27 @@ func storedForm(t *testing.T, body string) string {
 // plant (with the chart's appendfsync always, the AOF is written and fsynced
 // before the reply); during the outage requests fail fast with 503, Retry-After and 50301,
 // /readyz keeps passing, creates succeed again soon after Redis returns,
-// and nothing leaks.
+// and nothing leaks. Once with one round trip per command, once with
+// --redis-batch (pipelines shared by concurrent requests).
 func TestChaosRedisKill(t *testing.T) {
+	for _, tc := range []struct {
+		scenario string
+		extra    []string
+	}{
+		{"redis-kill", nil},
+		{"redis-kill-batch", []string{"--redis-batch"}},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) { redisKill(t, tc.scenario, tc.extra) })
+	}
+}
+
+func redisKill(t *testing.T, scenario string, extra []string) {
 	const workers = 8
 	before, outage, after := servicetest.Pick(time.Second, 5*time.Second),
 		servicetest.Pick(2*time.Second, 15*time.Second), servicetest.Pick(time.Second, 5*time.Second)
 
 	redis := redistest.Start(t, chartRedisArgs(t)...)
-	s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr})
+	s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr, Extra: extra})
 
 	// Baseline after a warm-up with the same concurrency, its connections closed.
 	servicetest.StartLoad(s, servicetest.LoadOptions{Workers: workers, Duration: 500 * time.Millisecond, FirstID: 1 << 40}).Wait()
@@ -161,8 +176,32 @@ func TestChaosRedisKill(t *testing.T) {
 		t.Errorf("after the load: %v\nbaseline %v\nnow      %v", err, base, final)
 	}
 
-	servicetest.Report(t, "redis-kill", "requests=%d ok=%d 503=%d lost=%d/%d max_503_latency=%s create_recovery=%s goroutines=%g->%g fds=%g->%g pool=%g->%g",
+	servicetest.Report(t, scenario, "requests=%d ok=%d 503=%d lost=%d/%d max_503_latency=%s create_recovery=%s goroutines=%g->%g fds=%g->%g pool=%g->%g%s",
 		len(res.Records), res.Count(200), res.Count(503), lost, len(acked), ms(maxOutage), ms(recovery),
-		base.Goroutines, final.Goroutines, base.OpenFDs, final.OpenFDs, base.PoolTotal, final.PoolTotal)
+		base.Goroutines, final.Goroutines, base.OpenFDs, final.OpenFDs, base.PoolTotal, final.PoolTotal, batching(t, s, extra))
 	t.Logf("load: %v", res)
+}
+
+// batching checks that a service started with --redis-batch did batch (its
+// plantstore_redis_batch_size histogram has samples), unless its creates
+// wait for replicas (those are never batched), and returns the figures for
+// its CHAOS line; empty without the flag.
+func batching(t *testing.T, s *servicetest.Service, extra []string) string {
+	t.Helper()
+	if !slices.Contains(extra, "--redis-batch") {
+		return ""
+	}
+	families, _ := s.Metrics(t)
+	var n uint64
+	var sum float64
+	if mf, ok := families["plantstore_redis_batch_size"]; ok && len(mf.GetMetric()) == 1 {
+		n, sum = mf.GetMetric()[0].GetHistogram().GetSampleCount(), mf.GetMetric()[0].GetHistogram().GetSampleSum()
+	}
+	if n == 0 {
+		if !slices.Contains(extra, "--redis-min-replica-acks") {
+			t.Error("--redis-batch: the service sent no batch (plantstore_redis_batch_size)")
+		}
+		return " batches=0"
+	}
+	return fmt.Sprintf(" batches=%d mean_batch=%.1f", n, sum/float64(n))
 }

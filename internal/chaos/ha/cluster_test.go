@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,14 +36,28 @@ var aof = []string{"--appendonly", "yes", "--appendfsync", "always", "--aof-use-
 // with redis-cli --cluster reshard. Answers are 200 or well-formed 503s (the
 // killed node's slots, or the whole cluster once it is marked failed, answer
 // 503 until it is back); no acknowledged plant may be missing afterwards;
-// and the plants must be spread over the masters as the slots are.
+// and the plants must be spread over the masters as the slots are. Once
+// with one round trip per command, once with --redis-batch (go-redis splits
+// each shared pipeline by slot and follows MOVED and ASK).
 func TestChaosCluster(t *testing.T) {
+	for _, tc := range []struct {
+		scenario string
+		extra    []string
+	}{
+		{"cluster", nil},
+		{"cluster-batch", []string{"--redis-batch"}},
+	} {
+		t.Run(tc.scenario, func(t *testing.T) { clusterChaos(t, tc.scenario, tc.extra) })
+	}
+}
+
+func clusterChaos(t *testing.T, scenario string, extra []string) {
 	phase := servicetest.Pick(time.Second, 5*time.Second)
 	outage := servicetest.Pick(time.Second, 5*time.Second)
 	slots := servicetest.Pick(500, 2000)
 
 	c := redistest.StartCluster(t, 3, aof...)
-	s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: strings.Join(c.Addrs(), ",")})
+	s := servicetest.Start(t, binary, servicetest.Options{RedisAddr: strings.Join(c.Addrs(), ","), Extra: extra})
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
 	t.Cleanup(func() { _ = client.Close() })
 
@@ -143,7 +158,31 @@ func TestChaosCluster(t *testing.T) {
 		t.Errorf("the masters hold %d keys, fewer than the %d acknowledged plants", total, len(acked))
 	}
 
-	servicetest.Report(t, "cluster", "requests=%d ok=%d 503=%d (restart %d, reshard %d) acked_lost=%d/%d outage=%s slots_moved=%d reshard=%s shares=%s",
-		len(res.Records), res.Count(http.StatusOK), n503, n503restart, n503reshard, len(lost), len(acked), ms(back.Sub(killed)), slots, ms(reshard), strings.Join(shares, "/"))
+	servicetest.Report(t, scenario, "requests=%d ok=%d 503=%d (restart %d, reshard %d) acked_lost=%d/%d outage=%s slots_moved=%d reshard=%s shares=%s%s",
+		len(res.Records), res.Count(http.StatusOK), n503, n503restart, n503reshard, len(lost), len(acked), ms(back.Sub(killed)), slots, ms(reshard), strings.Join(shares, "/"), batching(t, s, extra))
 	t.Logf("load: %v", res)
+}
+
+// batching checks that a service started with --redis-batch did batch (its
+// plantstore_redis_batch_size histogram has samples), unless its creates
+// wait for replicas (those are never batched), and returns the figures for
+// its CHAOS line; empty without the flag.
+func batching(t *testing.T, s *servicetest.Service, extra []string) string {
+	t.Helper()
+	if !slices.Contains(extra, "--redis-batch") {
+		return ""
+	}
+	families, _ := s.Metrics(t)
+	var n uint64
+	var sum float64
+	if mf, ok := families["plantstore_redis_batch_size"]; ok && len(mf.GetMetric()) == 1 {
+		n, sum = mf.GetMetric()[0].GetHistogram().GetSampleCount(), mf.GetMetric()[0].GetHistogram().GetSampleSum()
+	}
+	if n == 0 {
+		if !slices.Contains(extra, "--redis-min-replica-acks") {
+			t.Error("--redis-batch: the service sent no batch (plantstore_redis_batch_size)")
+		}
+		return " batches=0"
+	}
+	return fmt.Sprintf(" batches=%d mean_batch=%.1f", n, sum/float64(n))
 }
