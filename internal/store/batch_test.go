@@ -413,3 +413,21 @@ func TestBatchRedisKilled(t *testing.T) {
 	}
 	t.Logf("%d acknowledged, %d unavailable", len(acked), unavailable.Load())
 }
+
+// TestBatchClose: once the batcher is closed (the service stopping), a
+// command answers unavailable at once instead of waiting for a worker.
+func TestBatchClose(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	r, b, _ := batched(t, client, store.BatchOptions{})
+	ctx := context.Background()
+	if _, _, err := r.Create(ctx, plant.Plant{ID: 1, Name: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Get(ctx, 1); !errors.Is(err, plant.ErrUnavailable) || !errors.Is(err, redis.ErrClosed) {
+		t.Fatalf("get after Close: %v, want ErrUnavailable and redis.ErrClosed", err)
+	}
+}
