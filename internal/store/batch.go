@@ -170,7 +170,7 @@ func (b *Batcher) work() {
 // send sends the items whose contexts are not done in one pipeline, and
 // answers every item.
 func (b *Batcher) send(batch []*batchItem) {
-	live := batch[:0:0]
+	live := batch[:0] // filtered in place
 	for _, it := range batch {
 		if err := it.ctx.Err(); err != nil {
 			it.cmd.SetErr(err) // never sent
