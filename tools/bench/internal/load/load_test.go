@@ -3,6 +3,7 @@ package load
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -71,9 +72,13 @@ func TestLoops(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		// The plant sent, as the service answers it (the harness checks).
+		var p struct {
+			ID int64 `json:"id"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&p)
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"name":"Monstera","tag":"tropical"}`))
+		_, _ = w.Write(AppendPlant(nil, p.ID))
 	})}
 	go srv.Serve(ln)
 	defer srv.Close()
@@ -100,7 +105,9 @@ func TestLoops(t *testing.T) {
 	if r.Scheduled != 50 || r.Requests != 50 || r.Failed() != 0 || ids.Load()-before != 50 {
 		t.Errorf("open loop: scheduled %d answered %d failed %d ids %d", r.Scheduled, r.Requests, r.Failed(), ids.Load()-before)
 	}
-	if tp := r.Throughput(); tp < 100 || tp > 250 {
+	// Not faster than its schedule (a loop that ignored it would send the
+	// 50 in a few milliseconds); no lower bound: a busy machine may be late.
+	if tp := r.Throughput(); tp > 250 {
 		t.Errorf("open loop at 200/s achieved %.0f/s", tp)
 	}
 }

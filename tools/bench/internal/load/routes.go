@@ -60,14 +60,24 @@ func wantStatus(r *Response, status int) error {
 }
 
 // Create is POST /plants with a fresh id from IDs each time: every request
-// a real insert, answered 200.
+// a real insert, answered 200 with the plant sent.
 type Create struct{ IDs *atomic.Int64 }
 
-func (c Create) Append(buf []byte, host, token string, _ *State) ([]byte, error) {
-	return AppendRequest(buf, host, token, c.IDs.Add(1)), nil
+func (c Create) Append(buf []byte, host, token string, st *State) ([]byte, error) {
+	st.id = c.IDs.Add(1)
+	return AppendRequest(buf, host, token, st.id), nil
 }
 
-func (Create) Check(r *Response, _ *State) error { return wantStatus(r, 200) }
+func (Create) Check(r *Response, st *State) error {
+	if err := wantStatus(r, 200); err != nil {
+		return err
+	}
+	st.want = AppendPlant(st.want[:0], st.id)
+	if !bytes.Equal(bytes.TrimSpace(r.Body), st.want) {
+		return fmt.Errorf("POST /plants of id %d answered %.200q, want %q", st.id, r.Body, st.want)
+	}
+	return nil
+}
 
 // Get is GET /plants/{id} of an id drawn at random from First to
 // First+N-1, plants the store holds; the answer must be 200 and that plant.
