@@ -59,23 +59,38 @@ own_path() {
   echo "$CACHE/own/$2-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "$MOD/$dir"/*.go 2>/dev/null; echo "$LDFLAGS"; [[ -z $flags ]] || echo "$flags"; go env GOVERSION; } | sha256sum | cut -c1-16)"
 }
 
-# Concurrent runs share the cache: build under a lock.
-if command -v flock >/dev/null; then
+# plan sets missing (packages of the main module to build) and own (tools
+# of modules of their own to build), linking those already built into BIN
+# (atomically: a concurrent run may link the same).
+plan() {
+  missing=() own=()
+  local t dir
+  for t in "$@"; do
+    if [[ -n ${OWN[$t]:-} ]]; then
+      read -r dir _ <<<"${OWN[$t]}"
+      if [[ -x $(own_path "$dir" "$t")/$t ]]; then
+        ln -sfn "$(own_path "$dir" "$t")/$t" "$BIN/.$t.$$" && mv -Tf "$BIN/.$t.$$" "$BIN/$t"
+      else
+        own+=("$t")
+      fi
+      continue
+    fi
+    [[ -x $BIN/$t ]] && continue
+    [[ -n ${PKG[$t]:-} ]] || { echo "build: unknown tool $t" >&2; exit 2; }
+    missing+=("${PKG[$t]}")
+  done
+}
+
+# Concurrent runs share the cache: build under a lock, taken only when
+# something is missing, so that a run whose tools are built does not wait
+# for another's build of other tools (.ci/run builds them all in the
+# background while k8s-validate runs).
+plan "$@"
+if ((${#missing[@]} + ${#own[@]})) && command -v flock >/dev/null; then
   exec 9>"$CACHE/.build.lock"
   flock -w 3600 9 || { echo "build: could not lock $CACHE/.build.lock" >&2; exit 1; }
+  plan "$@" # what the build we may have waited for left to do
 fi
-
-missing=() own=()
-for t in "$@"; do
-  if [[ -n ${OWN[$t]:-} ]]; then
-    read -r dir _ <<<"${OWN[$t]}"
-    if [[ -x $(own_path "$dir" "$t")/$t ]]; then ln -sfn "$(own_path "$dir" "$t")/$t" "$BIN/$t"; else own+=("$t"); fi
-    continue
-  fi
-  [[ -x $BIN/$t ]] && continue
-  [[ -n ${PKG[$t]:-} ]] || { echo "build: unknown tool $t" >&2; exit 2; }
-  missing+=("${PKG[$t]}")
-done
 if ((${#missing[@]})); then
   t0=$SECONDS
   echo "build: ${missing[*]##*/} (one go build: they share most packages)" >&2
