@@ -59,15 +59,16 @@ func storedForm(t *testing.T, body string) string {
 // plant (with the chart's appendfsync always, the AOF is written and fsynced
 // before the reply); during the outage requests fail fast with 503, Retry-After and 50301,
 // /readyz keeps passing, creates succeed again soon after Redis returns,
-// and nothing leaks. Once with one round trip per command, once with
-// --redis-batch (pipelines shared by concurrent requests).
+// and nothing leaks. Once as configured by default (--redis-batch:
+// pipelines shared by concurrent requests), once with one round trip per
+// command.
 func TestChaosRedisKill(t *testing.T) {
 	for _, tc := range []struct {
 		scenario string
 		extra    []string
 	}{
 		{"redis-kill", nil},
-		{"redis-kill-batch", []string{"--redis-batch"}},
+		{"redis-kill-unbatched", []string{"--redis-batch=false"}},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) { redisKill(t, tc.scenario, tc.extra) })
 	}
@@ -182,13 +183,13 @@ func redisKill(t *testing.T, scenario string, extra []string) {
 	t.Logf("load: %v", res)
 }
 
-// batching checks that a service started with --redis-batch did batch (its
-// plantstore_redis_batch_size histogram has samples), unless its creates
-// wait for replicas (those are never batched), and returns the figures for
-// its CHAOS line; empty without the flag.
+// batching checks that a service started without --redis-batch=false did
+// batch (its plantstore_redis_batch_size histogram has samples), unless its
+// creates wait for replicas (those are never batched), and returns the
+// figures for its CHAOS line; empty with the flag.
 func batching(t *testing.T, s *servicetest.Service, extra []string) string {
 	t.Helper()
-	if !slices.Contains(extra, "--redis-batch") {
+	if slices.Contains(extra, "--redis-batch=false") {
 		return ""
 	}
 	families, _ := s.Metrics(t)
@@ -199,7 +200,7 @@ func batching(t *testing.T, s *servicetest.Service, extra []string) string {
 	}
 	if n == 0 {
 		if !slices.Contains(extra, "--redis-min-replica-acks") {
-			t.Error("--redis-batch: the service sent no batch (plantstore_redis_batch_size)")
+			t.Error("batching on: the service sent no batch (plantstore_redis_batch_size)")
 		}
 		return " batches=0"
 	}

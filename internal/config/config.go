@@ -101,7 +101,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.StringVar(&c.Redis.TLSCAFile, "redis-tls-ca-file", "", "PEM CA bundle to verify Redis with (default: the system roots)")
 	fs.StringVar(&c.Redis.TLSServerName, "redis-tls-server-name", "", "server name to verify Redis's certificate against (default: the host of the address)")
 	fs.IntVar(&c.Redis.PoolSize, "redis-pool-size", 0, "connections per Redis node (0: 10 per CPU)")
-	fs.BoolVar(&c.Redis.Batch, "redis-batch", false, "coalesce the single-plant reads, and the creates and deletes unless --redis-min-replica-acks, of concurrent requests into one Redis pipeline per round trip (experimental)")
+	fs.BoolVar(&c.Redis.Batch, "redis-batch", true, "coalesce the single-plant reads, and the creates and deletes unless --redis-min-replica-acks, of concurrent requests into one Redis pipeline per round trip (false: one round trip each)")
 	fs.IntVar(&c.Redis.MaxRetries, "redis-max-retries", 2, "retries of a failed Redis command, within --store-timeout (-1: none)")
 	fs.DurationVar(&c.Redis.DialTimeout, "redis-dial-timeout", time.Second, "timeout to connect to Redis")
 	fs.DurationVar(&c.Redis.ReadTimeout, "redis-read-timeout", time.Second, "timeout of one Redis read")

@@ -28,10 +28,10 @@ import (
 // Without --redis-min-replica-acks every create answered 200 in the window is
 // lost, and the test requires that loss to be seen (and counts it). With
 // --redis-min-replica-acks 1 those creates answer 503 instead, and no
-// acknowledged create at all may be missing from the new master. Each also
-// with --redis-batch: the creates without acks share pipelines (and must
-// lose the window's plants the same way), the creates with acks keep their
-// own pipelines with WAIT.
+// acknowledged create at all may be missing from the new master. By
+// default (--redis-batch) the creates without acks share pipelines, and
+// must lose the window's plants as one round trip each does (sentinel-
+// unbatched); the creates with acks keep their own pipelines with WAIT.
 func TestChaosSentinelFailover(t *testing.T) {
 	for _, tc := range []struct {
 		scenario string
@@ -39,8 +39,7 @@ func TestChaosSentinelFailover(t *testing.T) {
 	}{
 		{"sentinel", nil},
 		{"sentinel-acks", []string{"--redis-min-replica-acks", "1", "--redis-replica-ack-timeout", "200ms"}},
-		{"sentinel-batch", []string{"--redis-batch"}},
-		{"sentinel-acks-batch", []string{"--redis-min-replica-acks", "1", "--redis-replica-ack-timeout", "200ms", "--redis-batch"}},
+		{"sentinel-unbatched", []string{"--redis-batch=false"}},
 	} {
 		t.Run(tc.scenario, func(t *testing.T) { sentinelFailover(t, tc.scenario, tc.extra) })
 	}
