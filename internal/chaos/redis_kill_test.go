@@ -2,12 +2,10 @@ package chaos
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"testing"
 	"time"
 
@@ -179,30 +177,6 @@ func redisKill(t *testing.T, scenario string, extra []string) {
 
 	servicetest.Report(t, scenario, "requests=%d ok=%d 503=%d lost=%d/%d max_503_latency=%s create_recovery=%s goroutines=%g->%g fds=%g->%g pool=%g->%g%s",
 		len(res.Records), res.Count(200), res.Count(503), lost, len(acked), ms(maxOutage), ms(recovery),
-		base.Goroutines, final.Goroutines, base.OpenFDs, final.OpenFDs, base.PoolTotal, final.PoolTotal, batching(t, s, extra))
+		base.Goroutines, final.Goroutines, base.OpenFDs, final.OpenFDs, base.PoolTotal, final.PoolTotal, s.Batching(t, extra))
 	t.Logf("load: %v", res)
-}
-
-// batching checks that a service started without --redis-batch=false did
-// batch (its plantstore_redis_batch_size histogram has samples), unless its
-// creates wait for replicas (those are never batched), and returns the
-// figures for its CHAOS line; empty with the flag.
-func batching(t *testing.T, s *servicetest.Service, extra []string) string {
-	t.Helper()
-	if slices.Contains(extra, "--redis-batch=false") {
-		return ""
-	}
-	families, _ := s.Metrics(t)
-	var n uint64
-	var sum float64
-	if mf, ok := families["plantstore_redis_batch_size"]; ok && len(mf.GetMetric()) == 1 {
-		n, sum = mf.GetMetric()[0].GetHistogram().GetSampleCount(), mf.GetMetric()[0].GetHistogram().GetSampleSum()
-	}
-	if n == 0 {
-		if !slices.Contains(extra, "--redis-min-replica-acks") {
-			t.Error("batching on: the service sent no batch (plantstore_redis_batch_size)")
-		}
-		return " batches=0"
-	}
-	return fmt.Sprintf(" batches=%d mean_batch=%.1f", n, sum/float64(n))
 }

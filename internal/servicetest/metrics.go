@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,4 +128,29 @@ func Value(families map[string]*dto.MetricFamily, name string) float64 {
 		}
 	}
 	return sum
+}
+
+// Batching checks that a service started with args batched its Redis
+// commands (its plantstore_redis_batch_size histogram has samples), as it
+// does unless args hold --redis-batch=false, or its creates wait for
+// replicas (those are never batched). It returns the figures for a CHAOS
+// line: empty with batching off.
+func (s *Service) Batching(t testing.TB, args []string) string {
+	t.Helper()
+	if slices.Contains(args, "--redis-batch=false") {
+		return ""
+	}
+	families, _ := s.Metrics(t)
+	var n uint64
+	var sum float64
+	if mf, ok := families["plantstore_redis_batch_size"]; ok && len(mf.GetMetric()) == 1 {
+		n, sum = mf.GetMetric()[0].GetHistogram().GetSampleCount(), mf.GetMetric()[0].GetHistogram().GetSampleSum()
+	}
+	if n == 0 {
+		if !slices.Contains(args, "--redis-min-replica-acks") {
+			t.Error("batching on: the service sent no batch (plantstore_redis_batch_size)")
+		}
+		return " batches=0"
+	}
+	return fmt.Sprintf(" batches=%d mean_batch=%.1f", n, sum/float64(n))
 }

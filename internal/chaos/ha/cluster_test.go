@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,30 +158,6 @@ func clusterChaos(t *testing.T, scenario string, extra []string) {
 	}
 
 	servicetest.Report(t, scenario, "requests=%d ok=%d 503=%d (restart %d, reshard %d) acked_lost=%d/%d outage=%s slots_moved=%d reshard=%s shares=%s%s",
-		len(res.Records), res.Count(http.StatusOK), n503, n503restart, n503reshard, len(lost), len(acked), ms(back.Sub(killed)), slots, ms(reshard), strings.Join(shares, "/"), batching(t, s, extra))
+		len(res.Records), res.Count(http.StatusOK), n503, n503restart, n503reshard, len(lost), len(acked), ms(back.Sub(killed)), slots, ms(reshard), strings.Join(shares, "/"), s.Batching(t, extra))
 	t.Logf("load: %v", res)
-}
-
-// batching checks that a service started without --redis-batch=false did
-// batch (its plantstore_redis_batch_size histogram has samples), unless its
-// creates wait for replicas (those are never batched), and returns the
-// figures for its CHAOS line; empty with the flag.
-func batching(t *testing.T, s *servicetest.Service, extra []string) string {
-	t.Helper()
-	if slices.Contains(extra, "--redis-batch=false") {
-		return ""
-	}
-	families, _ := s.Metrics(t)
-	var n uint64
-	var sum float64
-	if mf, ok := families["plantstore_redis_batch_size"]; ok && len(mf.GetMetric()) == 1 {
-		n, sum = mf.GetMetric()[0].GetHistogram().GetSampleCount(), mf.GetMetric()[0].GetHistogram().GetSampleSum()
-	}
-	if n == 0 {
-		if !slices.Contains(extra, "--redis-min-replica-acks") {
-			t.Error("batching on: the service sent no batch (plantstore_redis_batch_size)")
-		}
-		return " batches=0"
-	}
-	return fmt.Sprintf(" batches=%d mean_batch=%.1f", n, sum/float64(n))
 }

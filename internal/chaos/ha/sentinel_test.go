@@ -128,7 +128,7 @@ func sentinelFailover(t *testing.T, scenario string, extra []string) {
 		}
 	}
 	servicetest.Report(t, scenario, "requests=%d ok=%d 503=%d acked_lost=%d/%d acked_in_window=%d window=%s promoted_after=%s writes_resumed_after=%s (bound %s)%s",
-		len(res.Records), res.Count(http.StatusOK), n503, len(lost), len(acked), windowAcked, ms(window), ms(promotedAfter), ms(resume), ms(resumeBound), batching(t, s, extra))
+		len(res.Records), res.Count(http.StatusOK), n503, len(lost), len(acked), windowAcked, ms(window), ms(promotedAfter), ms(resume), ms(resumeBound), s.Batching(t, extra))
 	t.Logf("load: %v", res)
 }
 
