@@ -8,6 +8,7 @@
 package ha
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/servicetest"
 	"github.com/plantstore/plantstore/internal/store"
 )
@@ -99,3 +101,55 @@ func firstOK(res *servicetest.LoadResult, from time.Time) (time.Time, bool) {
 
 // ms formats a duration in whole milliseconds for the CHAOS lines.
 func ms(d time.Duration) string { return fmt.Sprintf("%dms", d.Milliseconds()) }
+
+// failover drives a Sentinel failover whose master dies holding writes no
+// replica has: openWindow stops the replicas and cuts their links,
+// killMaster SIGKILLs the master and lets the replicas go on, and promoted
+// waits for the sentinels to name another master.
+type failover struct {
+	group    *redistest.SentinelGroup
+	master   *redistest.Server
+	replicas []*redistest.Server
+}
+
+func newFailover(g *redistest.SentinelGroup) failover {
+	return failover{group: g, master: g.Servers[0], replicas: g.Servers[1:]}
+}
+
+// openWindow returns when the replicas' links were cut: from then on the
+// master's writes reach no replica.
+func (f failover) openWindow(ctx context.Context, t *testing.T) time.Time {
+	t.Helper()
+	for _, r := range f.replicas {
+		r.Pause()
+	}
+	if err := f.master.Client().Do(ctx, "client", "kill", "type", "replica").Err(); err != nil {
+		t.Fatalf("cutting the replicas' links: %v", err)
+	}
+	return time.Now()
+}
+
+// killMaster returns when the master has exited.
+func (f failover) killMaster() time.Time {
+	f.master.Stop() // SIGKILL, and waits for the exit
+	killed := time.Now()
+	for _, r := range f.replicas {
+		r.Resume()
+	}
+	return killed
+}
+
+// promoted waits up to 20 s for the sentinels to name a master other than
+// the killed one, and returns it (nil if none was named).
+func (f failover) promoted(ctx context.Context) *redistest.Server {
+	var promoted *redistest.Server
+	servicetest.Eventually(20*time.Second, 50*time.Millisecond, func() bool {
+		m, err := f.group.CurrentMaster(ctx)
+		if err == nil && m != f.master {
+			promoted = m
+			return true
+		}
+		return false
+	})
+	return promoted
+}

@@ -52,7 +52,7 @@ func sentinelFailover(t *testing.T, scenario string, extra []string) {
 	acks := slices.Contains(extra, "--redis-min-replica-acks")
 
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 2})
-	master, replicas := g.Servers[0], g.Servers[1:]
+	f := newFailover(g)
 	s := servicetest.Start(t, binary, servicetest.Options{
 		RedisAddr: strings.Join(g.SentinelAddrs(), ","),
 		Extra:     append([]string{"--redis-master-name", g.MasterName}, extra...),
@@ -61,34 +61,15 @@ func sentinelFailover(t *testing.T, scenario string, extra []string) {
 	load := servicetest.StartLoad(s, servicetest.LoadOptions{Workers: 8})
 	time.Sleep(before)
 
-	// Open the window: the replicas stop, and their links are cut.
-	for _, r := range replicas {
-		r.Pause()
-	}
+	// Open the window, kill the master, wait for the sentinels to name a
+	// new one, then keep the load on.
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	if err := master.Client().Do(ctx, "client", "kill", "type", "replica").Err(); err != nil {
-		t.Fatalf("cutting the replicas' links: %v", err)
-	}
-	cut := time.Now()
+	cut := f.openWindow(ctx, t)
 	time.Sleep(window)
-
-	master.Stop() // SIGKILL, and waits for the exit
-	killed := time.Now()
-	for _, r := range replicas {
-		r.Resume()
-	}
-
-	// Wait for the sentinels to name a new master, then keep the load on.
-	var promoted *redistest.Server
-	if !servicetest.Eventually(20*time.Second, 50*time.Millisecond, func() bool {
-		m, err := g.CurrentMaster(ctx)
-		if err == nil && m != master {
-			promoted = m
-			return true
-		}
-		return false
-	}) {
+	killed := f.killMaster()
+	promoted := f.promoted(ctx)
+	if promoted == nil {
 		res := load.Stop()
 		t.Fatalf("no failover within 20 s of the kill; load: %v\n%s", res, s.Logs)
 	}

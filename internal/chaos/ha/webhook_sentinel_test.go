@@ -145,7 +145,7 @@ func TestChaosWebhookSentinelFailover(t *testing.T) {
 		servicetest.Pick(500*time.Millisecond, 1500*time.Millisecond), servicetest.Pick(2*time.Second, 10*time.Second)
 
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{Replicas: 2})
-	master, replicas := g.Servers[0], g.Servers[1:]
+	f := newFailover(g)
 	recv := newHookReceiver(t)
 	s := servicetest.Start(t, binary, servicetest.Options{
 		RedisAddr: strings.Join(g.SentinelAddrs(), ","),
@@ -162,33 +162,14 @@ func TestChaosWebhookSentinelFailover(t *testing.T) {
 	recv.setRefuse(true)
 	time.Sleep(refusing)
 
-	// Open the window: the replicas stop, and their links are cut.
-	for _, r := range replicas {
-		r.Pause()
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	if err := master.Client().Do(ctx, "client", "kill", "type", "replica").Err(); err != nil {
-		t.Fatalf("cutting the replicas' links: %v", err)
-	}
-	cut := time.Now()
+	cut := f.openWindow(ctx, t)
 	time.Sleep(window)
 	deliveredBeforeKill, _, _ := recv.delivered()
-
-	master.Stop() // SIGKILL, and waits for the exit
-	killed := time.Now()
-	for _, r := range replicas {
-		r.Resume()
-	}
-	var promoted *redistest.Server
-	if !servicetest.Eventually(20*time.Second, 50*time.Millisecond, func() bool {
-		m, err := g.CurrentMaster(ctx)
-		if err == nil && m != master {
-			promoted = m
-			return true
-		}
-		return false
-	}) {
+	killed := f.killMaster()
+	promoted := f.promoted(ctx)
+	if promoted == nil {
 		res := load.Stop()
 		t.Fatalf("no failover within 20 s of the kill; load: %v\n%s", res, s.Logs)
 	}
