@@ -66,6 +66,23 @@ func (p pipelineStarts) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	}
 }
 
+// oneWorker returns a repository batched by a single worker on a fresh
+// Redis, its connection already dialled (plant 1000 stored), and the
+// channel on which the client reports each pipeline it starts.
+func oneWorker(t *testing.T) (*redistest.Server, *store.Redis, *store.Batcher, *prometheus.Registry, pipelineStarts) {
+	t.Helper()
+	srv := redistest.Start(t)
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	starts := make(pipelineStarts, 1)
+	client.AddHook(starts)
+	r, b, reg := batched(t, client, store.BatchOptions{Workers: 1})
+	if _, _, err := r.Create(context.Background(), plant.Plant{ID: 1000, Name: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	<-starts
+	return srv, r, b, reg, starts
+}
+
 // stallBatch makes the next commands form one batch: with Redis stopped
 // (SIGSTOP) and one worker, first is sent and blocks the worker; then every
 // command of rest is queued behind it. It returns once all of rest are
@@ -194,16 +211,8 @@ func TestBatchConcurrentCreates(t *testing.T) {
 // TestBatchCoalesces: commands queued while a pipeline is in flight leave
 // together, in one pipeline, and each gets its own answer.
 func TestBatchCoalesces(t *testing.T) {
-	srv := redistest.Start(t)
-	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
-	starts := make(pipelineStarts, 1)
-	client.AddHook(starts)
-	r, b, reg := batched(t, client, store.BatchOptions{Workers: 1})
+	srv, r, b, reg, starts := oneWorker(t)
 	ctx := context.Background()
-	if _, _, err := r.Create(ctx, plant.Plant{ID: 1000, Name: "warm"}); err != nil { // dials
-		t.Fatal(err)
-	}
-	<-starts
 
 	const n = 20
 	outcomes := make([]error, n+1)
@@ -244,16 +253,8 @@ func TestBatchCoalesces(t *testing.T) {
 // stuck (Redis stopped) returns at its deadline, unavailable; a request
 // cancelled while queued returns at once and its command is never sent.
 func TestBatchDeadline(t *testing.T) {
-	srv := redistest.Start(t)
-	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
-	starts := make(pipelineStarts, 1)
-	client.AddHook(starts)
-	r, b, _ := batched(t, client, store.BatchOptions{Workers: 1})
+	srv, r, b, _, starts := oneWorker(t)
 	ctx := context.Background()
-	if _, _, err := r.Create(ctx, plant.Plant{ID: 1000, Name: "warm"}); err != nil {
-		t.Fatal(err)
-	}
-	<-starts
 
 	const deadline = 300 * time.Millisecond
 	var stuckErr, cancelledErr error
