@@ -110,12 +110,12 @@ func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.O
 	if r.acks > 0 {
 		return r.createAcknowledged(ctx, p, script, keys, args)
 	}
-	old, err := r.runScript(ctx, script, keys, args).Text()
-	if errors.Is(err, redis.Nil) {
-		return p, plant.Created, nil
-	}
+	old, created, err := createdReply(r.runScript(ctx, script, keys, args))
 	if err != nil {
 		return plant.Plant{}, 0, classify(fmt.Errorf("storing plant %d: %w", p.ID, err))
+	}
+	if created {
+		return p, plant.Created, nil
 	}
 	return r.existing(p, old)
 }
@@ -145,9 +145,9 @@ func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, script *r
 	if set == nil { // no connection to the master at all
 		return plant.Plant{}, 0, err
 	}
-	old, setErr := set.Text()
+	old, created, setErr := createdReply(set)
 	switch {
-	case errors.Is(setErr, redis.Nil):
+	case created:
 		if err != nil {
 			return plant.Plant{}, 0, fmt.Errorf("plant %d stored on the master: %w", p.ID, err)
 		}

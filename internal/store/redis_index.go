@@ -95,14 +95,18 @@ func parseIndexMember(m string) (int64, error) {
 }
 
 // createScript stores a plant and indexes it unless its key exists, and
-// returns the stored JSON then (nil when it created). It is the only writer
-// of plant keys, so the value under a key never changes once set.
+// returns the stored JSON then, 0 when it created (createdReply). It is the
+// only writer of plant keys, so the value under a key never changes once set.
+//
+// Not nil for a create, the common answer: go-redis treats a nil reply as an
+// error (redis.Nil), and a pipeline's error runs its retry classification,
+// a dozen errors.As each allocating, on every create.
 var createScript = redis.NewScript(`
 local old = redis.call('GET', KEYS[1])
 if old then return old end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
-return false
+return 0
 `)
 
 // createEventScript is createScript that also records the plant.created
@@ -115,7 +119,7 @@ if old then return old end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
 redis.call('XADD', KEYS[3], '*', 'e', ARGV[3], 'p', ARGV[1])
-return false
+return 0
 `)
 
 // deleteEventScript is deleteScript that also records the plant.deleted
@@ -135,6 +139,24 @@ if redis.call('DEL', KEYS[1]) == 0 then return 0 end
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `)
+
+// createdReply reads a create script's answer: created, or the JSON of the
+// plant already stored under the key.
+func createdReply(cmd *redis.Cmd) (old string, created bool, err error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return "", false, err
+	}
+	switch v := v.(type) {
+	case int64:
+		if v == 0 {
+			return "", true, nil
+		}
+	case string:
+		return v, false, nil
+	}
+	return "", false, fmt.Errorf("create script answered %v (%T)", v, v)
+}
 
 func unknownScript(cmds []redis.Cmder) bool {
 	for _, cmd := range cmds {
