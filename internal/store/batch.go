@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,10 +16,9 @@ import (
 
 // BatchOptions configure a Batcher. Zero values select the defaults.
 type BatchOptions struct {
-	// Workers: pipelines in flight at once (default 4). Each worker sends
-	// one pipeline at a time, so a command waits for at most one round
-	// trip of its worker before it is sent.
-	Workers int
+	// InFlight: pipelines sent at once (default 4). A command that finds
+	// them all busy waits for at most one round trip before it is sent.
+	InFlight int
 	// MaxBatch: most commands in one pipeline (default 128).
 	MaxBatch int
 	// Tracer makes a client span per batched command, a child of its
@@ -31,50 +31,69 @@ type BatchOptions struct {
 // into one pipeline per round trip (--redis-batch): fewer write and read
 // system calls on both sides than one round trip per command.
 //
-// A worker waits for a first command, then takes whatever else is queued
-// without waiting (up to MaxBatch), and sends them in one pipeline. There is
-// no timer: at low load a batch of one leaves at once. A command whose
-// request's context is done before it is sent is not sent; a caller whose
-// context ends while its batch is in flight returns at once with the
-// context's error, as with the plain path (ContextTimeoutEnabled): its
-// command may still be executed, and a retry of a create replays it.
+// It is flat combining, with no goroutine of its own: a command that finds
+// fewer than InFlight pipelines on the way is sent at once, alone, on its
+// caller's goroutine, as without batching: at low load batching costs no
+// hand-off between goroutines. Otherwise it queues; when a pipeline is
+// answered, its sender hands its place to the first queued caller, which
+// sends whatever is queued by the time it runs (up to MaxBatch) in one
+// pipeline. There is no timer.
 //
-// Tracing: a pipeline runs on the context (values, not cancellation) of
-// one of its commands, sampled if one is, so that the client library's
-// pipeline span is a child of that request's; every batched command gets a
+// A command whose request's context is done before it is sent is not sent;
+// a caller whose context ends while its batch is in flight returns at once
+// with the context's error, as with the plain path (ContextTimeoutEnabled):
+// its command may still be executed, and a retry of a create replays it.
+//
+// Tracing: a command sent alone gets the client library's span, a child of
+// its request's. A pipeline runs on the context (values, not cancellation)
+// of one of its commands, sampled if one is, so that the client library's
+// pipeline span is a child of that request's; every command in it gets a
 // client span of its own under its own request's span (Tracer), linked to
 // the one the pipeline ran under. No command's span is a root.
 type Batcher struct {
 	client   redis.UniversalClient
-	queue    chan *batchItem
+	inFlight int
 	maxBatch int
 	tracer   trace.Tracer // nil: no spans of its own
 	size     prometheus.Observer
 
-	stop    chan struct{}
-	exited  chan struct{} // closed once every worker returned
-	workers sync.WaitGroup
-	once    sync.Once
+	mu      sync.Mutex
+	queue   []*batchItem // waiting for a sender: only while all InFlight are busy
+	senders int          // pipelines (or lone commands) being sent
+	closed  bool
+	idle    sync.WaitGroup // one per sender
 }
 
 type batchItem struct {
 	ctx  context.Context
 	cmd  redis.Cmder
 	done chan struct{} // closed once cmd holds its result
+	// lead is closed when the item's caller is handed a sender's place: it
+	// is then off the queue and sends the next pipeline.
+	lead  chan struct{}
+	state itemState // under Batcher.mu
 }
 
-// NewBatcher starts the workers of a Batcher of client and registers
-// plantstore_redis_batch_size on reg. Close stops them.
+type itemState uint8
+
+const (
+	queued  itemState = iota
+	leading           // handed a sender's place, not yet sending
+	taken             // in a pipeline
+)
+
+// NewBatcher returns a Batcher of client and registers
+// plantstore_redis_batch_size on reg. Close stops it.
 func NewBatcher(client redis.UniversalClient, o BatchOptions, reg prometheus.Registerer) (*Batcher, error) {
-	if o.Workers <= 0 {
-		o.Workers = 4
+	if o.InFlight <= 0 {
+		o.InFlight = 4
 	}
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 128
 	}
 	size := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "plantstore", Subsystem: "redis", Name: "batch_size",
-		Help:    "Commands per pipeline sent by the Redis batcher (--redis-batch).",
+		Help:    "Commands per pipeline sent by the Redis batcher (--redis-batch); 1 for a command sent alone.",
 		Buckets: prometheus.ExponentialBuckets(1, 2, 8),
 	})
 	if err := reg.Register(size); err != nil {
@@ -82,104 +101,141 @@ func NewBatcher(client redis.UniversalClient, o BatchOptions, reg prometheus.Reg
 	}
 	b := &Batcher{
 		client:   client,
-		queue:    make(chan *batchItem, o.Workers*o.MaxBatch),
+		inFlight: o.InFlight,
 		maxBatch: o.MaxBatch,
 		size:     size,
-		stop:     make(chan struct{}),
-		exited:   make(chan struct{}),
 	}
 	if o.Tracer != nil {
 		b.tracer = o.Tracer.Tracer("github.com/plantstore/plantstore/internal/store")
 	}
-	b.workers.Add(o.Workers)
-	for range o.Workers {
-		go b.work()
-	}
-	go func() {
-		b.workers.Wait()
-		close(b.exited)
-	}()
 	return b, nil
 }
 
-// Close stops the workers once their pipelines in flight are answered;
-// commands not yet sent fail with redis.ErrClosed.
+// Close makes the commands not yet sent, and every later one, fail with
+// redis.ErrClosed, and returns once the pipelines in flight are answered.
 func (b *Batcher) Close() error {
-	b.once.Do(func() { close(b.stop) })
-	<-b.exited
+	b.mu.Lock()
+	b.closed = true
+	queue := b.queue
+	b.queue = nil
+	b.mu.Unlock()
+	for _, it := range queue {
+		it.cmd.SetErr(redis.ErrClosed)
+		close(it.done)
+	}
+	b.idle.Wait()
 	return nil
 }
 
-// Do sends cmd in the next pipeline and waits for its result, or for ctx to
-// end. It returns nil once cmd holds its result (its error included), and
-// otherwise why it has none: ctx's error when ctx ended first (cmd must not
-// be read then: it may still be written to), or redis.ErrClosed.
+// Do sends cmd, alone or in a pipeline, and waits for its result, or for
+// ctx to end. It returns nil once cmd holds its result (its error
+// included), and otherwise why it has none: ctx's error when ctx ended
+// first (cmd must not be read then: it may still be written to), or
+// redis.ErrClosed.
 func (b *Batcher) Do(ctx context.Context, cmd redis.Cmder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	it := &batchItem{ctx: ctx, cmd: cmd, done: make(chan struct{})}
-	select {
-	case b.queue <- it:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-b.stop:
+	b.mu.Lock()
+	switch {
+	case b.closed:
+		b.mu.Unlock()
 		return redis.ErrClosed
+	case b.senders < b.inFlight: // then nothing is queued: send at once
+		b.senders++
+		b.idle.Add(1)
+		b.mu.Unlock()
+		b.size.Observe(1)
+		_ = b.client.Process(ctx, cmd)
+		b.release()
+		return nil
 	}
-	var err error
+	it := &batchItem{ctx: ctx, cmd: cmd, done: make(chan struct{}), lead: make(chan struct{})}
+	b.queue = append(b.queue, it)
+	b.mu.Unlock()
+
 	select {
 	case <-it.done:
 		return nil
+	case <-it.lead:
+		b.lead(it)
+		return nil
 	case <-ctx.Done():
-		err = ctx.Err()
-	case <-b.exited: // queued after the last worker took its last batch
-		err = redis.ErrClosed
 	}
+	b.mu.Lock()
+	switch it.state {
+	case queued:
+		b.queue = slices.DeleteFunc(b.queue, func(q *batchItem) bool { return q == it })
+		b.mu.Unlock()
+		return ctx.Err()
+	case leading: // pass the place on rather than send a pipeline late
+		b.mu.Unlock()
+		it.cmd.SetErr(ctx.Err())
+		b.release()
+		return ctx.Err()
+	}
+	b.mu.Unlock()
 	select {
 	case <-it.done: // answered at the same time: the answer wins
 		return nil
 	default:
-		return err
+		return ctx.Err()
 	}
 }
 
-func (b *Batcher) work() {
-	defer b.workers.Done()
-	batch := make([]*batchItem, 0, b.maxBatch)
-	for {
-		select {
-		case it := <-b.queue:
-			batch = append(batch[:0], it)
-		case <-b.stop:
-			return
-		}
-	drain:
-		for len(batch) < b.maxBatch {
-			select {
-			case it := <-b.queue:
-				batch = append(batch, it)
-			default:
-				break drain
-			}
-		}
-		b.send(batch)
-		clear(batch) // let the items' contexts and commands go
+// lead sends the pipeline of first, the caller handed a sender's place,
+// and of whatever else is queued, then passes the place on.
+func (b *Batcher) lead(first *batchItem) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		first.cmd.SetErr(redis.ErrClosed)
+		b.release()
+		return
 	}
-}
-
-// send sends the items whose contexts are not done in one pipeline, and
-// answers every item.
-func (b *Batcher) send(batch []*batchItem) {
-	live := batch[:0] // filtered in place
+	n := min(len(b.queue), b.maxBatch-1)
+	batch := make([]*batchItem, 0, n+1)
+	batch = append(batch, first)
+	batch = append(batch, b.queue[:n]...)
 	for _, it := range batch {
-		if err := it.ctx.Err(); err != nil {
-			it.cmd.SetErr(err) // never sent
-			close(it.done)
-			continue
-		}
-		live = append(live, it)
+		it.state = taken
 	}
-	if len(live) == 0 {
+	b.queue = slices.Delete(b.queue, 0, n)
+	b.mu.Unlock()
+	b.send(batch)
+	b.release()
+	for _, it := range batch[1:] {
+		close(it.done)
+	}
+}
+
+// release gives a sender's place to the first queued caller, or frees it.
+func (b *Batcher) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) > 0 {
+		next := b.queue[0]
+		b.queue[0] = nil
+		b.queue = b.queue[1:]
+		next.state = leading
+		close(next.lead)
+		return
+	}
+	b.senders--
+	b.idle.Done()
+}
+
+// send sends the commands of batch's items whose contexts are not done, in
+// one pipeline (alone when only one is), and leaves answering the items to
+// the caller.
+func (b *Batcher) send(batch []*batchItem) {
+	live := liveItems(batch)
+	switch len(live) {
+	case 0:
+		return
+	case 1: // as if sent at once: its own context, the client's span
+		b.size.Observe(1)
+		_ = b.client.Process(live[0].ctx, live[0].cmd)
 		return
 	}
 	b.size.Observe(float64(len(live)))
@@ -211,8 +267,30 @@ func (b *Batcher) send(batch []*batchItem) {
 		if spans != nil {
 			endSpan(spans[i], it.cmd.Err())
 		}
-		close(it.done)
 	}
+}
+
+// liveItems returns the items of batch whose contexts are not done (batch
+// itself when all are); the others' commands fail with their contexts'
+// errors, never sent.
+func liveItems(batch []*batchItem) []*batchItem {
+	var live []*batchItem // nil until an item is dropped
+	for i, it := range batch {
+		err := it.ctx.Err()
+		switch {
+		case err == nil && live != nil:
+			live = append(live, it)
+		case err != nil:
+			it.cmd.SetErr(err)
+			if live == nil {
+				live = append(make([]*batchItem, 0, len(batch)), batch[:i]...)
+			}
+		}
+	}
+	if live == nil {
+		return batch
+	}
+	return live
 }
 
 // startSpans starts a client span per item under its own request's span;

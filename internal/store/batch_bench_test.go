@@ -22,7 +22,7 @@ import (
 // goroutines at once (the 50 connections), each with the service's
 // 1 s store deadline, on a redis-server that fsyncs every write (appendfsync
 // always, as the chart's), with one round trip per create (plain) and
-// through the Batcher with 2 and 4 workers. Besides ns/op it reports ops/s,
+// through the Batcher with 2 and 4 pipelines in flight. Besides ns/op it reports ops/s,
 // the CPU time redis-server (INFO cpu) and this process spent per 1,000
 // creates, and the batches' mean size.
 //
@@ -37,8 +37,8 @@ func BenchmarkCreateParallel(b *testing.B) {
 		batch *BatchOptions
 	}{
 		{"plain", nil},
-		{"batch-workers=2", &BatchOptions{Workers: 2}},
-		{"batch-workers=4", &BatchOptions{Workers: 4}},
+		{"batch-inflight=2", &BatchOptions{InFlight: 2}},
+		{"batch-inflight=4", &BatchOptions{InFlight: 4}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			client, err := NewRedisClient(RedisOptions{Addrs: []string{srv.Addr},

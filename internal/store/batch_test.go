@@ -51,11 +51,20 @@ func batchSizes(t *testing.T, reg *prometheus.Registry) (count uint64, sum float
 	return 0, 0
 }
 
-// pipelineStarts signals each pipeline the client is about to send.
+// pipelineStarts signals each pipeline the client is about to send, by its
+// number of commands, and each command sent alone, as 1.
 type pipelineStarts chan int
 
-func (p pipelineStarts) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (p pipelineStarts) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (p pipelineStarts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p pipelineStarts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		select {
+		case p <- 1:
+		default:
+		}
+		return next(ctx, cmd)
+	}
+}
 func (p pipelineStarts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		select {
@@ -66,16 +75,16 @@ func (p pipelineStarts) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	}
 }
 
-// oneWorker returns a repository batched by a single worker on a fresh
+// oneInFlight returns a repository batched with one pipeline in flight on a fresh
 // Redis, its connection already dialled (plant 1000 stored), and the
 // channel on which the client reports each pipeline it starts.
-func oneWorker(t *testing.T) (*redistest.Server, *store.Redis, *store.Batcher, *prometheus.Registry, pipelineStarts) {
+func oneInFlight(t *testing.T) (*redistest.Server, *store.Redis, *store.Batcher, *prometheus.Registry, pipelineStarts) {
 	t.Helper()
 	srv := redistest.Start(t)
 	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
 	starts := make(pipelineStarts, 1)
 	client.AddHook(starts)
-	r, b, reg := batched(t, client, store.BatchOptions{Workers: 1})
+	r, b, reg := batched(t, client, store.BatchOptions{InFlight: 1})
 	if _, _, err := r.Create(context.Background(), plant.Plant{ID: 1000, Name: "warm"}); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +93,7 @@ func oneWorker(t *testing.T) (*redistest.Server, *store.Redis, *store.Batcher, *
 }
 
 // stallBatch makes the next commands form one batch: with Redis stopped
-// (SIGSTOP) and one worker, first is sent and blocks the worker; then every
+// (SIGSTOP) and one pipeline in flight, first is sent and holds it; then every
 // command of rest is queued behind it. It returns once all of rest are
 // queued; the caller resumes srv.
 func stallBatch(t *testing.T, srv *redistest.Server, b *store.Batcher, starts pipelineStarts, first func(), rest []func()) *sync.WaitGroup {
@@ -148,7 +157,7 @@ func TestBatchConformance(t *testing.T) {
 func TestBatchConcurrentCreates(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
-	r, _, reg := batched(t, client, store.BatchOptions{Workers: 2})
+	r, _, reg := batched(t, client, store.BatchOptions{InFlight: 2})
 	ctx := context.Background()
 
 	const ids, perID = 200, 6 // each id: 4 × the same plant, 2 × another
@@ -211,7 +220,7 @@ func TestBatchConcurrentCreates(t *testing.T) {
 // TestBatchCoalesces: commands queued while a pipeline is in flight leave
 // together, in one pipeline, and each gets its own answer.
 func TestBatchCoalesces(t *testing.T) {
-	srv, r, b, reg, starts := oneWorker(t)
+	srv, r, b, reg, starts := oneInFlight(t)
 	ctx := context.Background()
 
 	const n = 20
@@ -253,7 +262,7 @@ func TestBatchCoalesces(t *testing.T) {
 // stuck (Redis stopped) returns at its deadline, unavailable; a request
 // cancelled while queued returns at once and its command is never sent.
 func TestBatchDeadline(t *testing.T) {
-	srv, r, b, _, starts := oneWorker(t)
+	srv, r, b, _, starts := oneInFlight(t)
 	ctx := context.Background()
 
 	const deadline = 300 * time.Millisecond
@@ -294,7 +303,7 @@ func TestBatchDeadline(t *testing.T) {
 	if cancelledTook > time.Second {
 		t.Errorf("cancelled create returned %v after its cancellation", cancelledTook)
 	}
-	// A later command passes the worker after the cancelled one.
+	// A later command is sent after the cancelled one.
 	if _, _, err := r.Create(ctx, plant.Plant{ID: 3, Name: "after"}); err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +425,7 @@ func TestBatchRedisKilled(t *testing.T) {
 }
 
 // TestBatchClose: once the batcher is closed (the service stopping), a
-// command answers unavailable at once instead of waiting for a worker.
+// command answers unavailable at once instead of waiting for a sender.
 func TestBatchClose(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})

@@ -32,9 +32,14 @@ func TestBatchTracing(t *testing.T) {
 		starts := make(pipelineStarts, 1)
 		client.AddHook(starts)
 		rec, tp := tracedClient(t, client)
-		r, b, _ := batched(t, client, store.BatchOptions{Workers: 1, Tracer: telemetry.ClientSpans(tp)})
-		// Dial on an unsampled request.
+		r, b, _ := batched(t, client, store.BatchOptions{InFlight: 1, Tracer: telemetry.ClientSpans(tp)})
+		// Dial on an unsampled request: a command sent alone, then a
+		// pipeline (go-redis keeps pipelines on a pool of their own).
 		if _, _, err := r.Create(unsampled(99), plant.Plant{ID: 1000, Name: "warm"}); err != nil {
+			t.Fatal(err)
+		}
+		<-starts
+		if _, err := client.Pipelined(unsampled(98), func(p redis.Pipeliner) error { return p.Ping(unsampled(98)).Err() }); err != nil {
 			t.Fatal(err)
 		}
 		<-starts
