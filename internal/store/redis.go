@@ -30,11 +30,17 @@ type Redis struct {
 	recording *Recording
 	// batch non-nil: single commands go through it (Batch).
 	batch *Batcher
+	// indexKeys[s] is IndexKey(s), spelt once rather than on every create.
+	indexKeys [Shards]string
 }
 
 // NewRedis returns a repository on client whose keys all start with prefix.
 func NewRedis(client redis.UniversalClient, prefix string) *Redis {
-	return &Redis{client: client, prefix: prefix}
+	r := &Redis{client: client, prefix: prefix}
+	for s := range r.indexKeys {
+		r.indexKeys[s] = PlantIndexKey(prefix, int64(s))
+	}
+	return r
 }
 
 // ErrNotReplicated means the plant reached the master but fewer replicas than
