@@ -45,11 +45,12 @@ type BatchOptions struct {
 // its command may still be executed, and a retry of a create replays it.
 //
 // Tracing: a command sent alone gets the client library's span, a child of
-// its request's. A pipeline runs on the context (values, not cancellation)
-// of one of its commands, sampled if one is, so that the client library's
-// pipeline span is a child of that request's; every command in it gets a
-// client span of its own under its own request's span (Tracer), linked to
-// the one the pipeline ran under. No command's span is a root.
+// its request's. In a pipeline every command gets a client span of its own
+// under its own request's span (Tracer); the pipeline runs on the context
+// (values, not cancellation) of one of them, its lead, sampled if one is,
+// and the others' spans link to the lead's, which carries the batch's size.
+// The client library makes no span of its own for these pipelines
+// (TraceCommands, batchPipeline). No command's span is a root.
 type Batcher struct {
 	client   redis.UniversalClient
 	inFlight int
@@ -332,6 +333,20 @@ func endSpan(span trace.Span, err error) {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
+}
+
+// batchPipeline tells a Batcher's pipelines by their commands: only EVALSHA
+// and GET, what runScript and get send through it. Every other pipeline of
+// the store has a command of another name (WAIT, ZRANGE, MGET; HELLO on a
+// new connection). TraceCommands leaves these pipelines to the batcher's
+// own spans.
+func batchPipeline(cmds []redis.Cmder) bool {
+	for _, cmd := range cmds {
+		if name := cmd.Name(); name != "evalsha" && name != "get" {
+			return false
+		}
+	}
+	return len(cmds) > 0
 }
 
 // latestDeadline is the latest of the items' deadlines; false when one of

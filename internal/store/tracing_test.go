@@ -59,6 +59,13 @@ func TestTraceCommands(t *testing.T) {
 			if err := traced.Set(unsampled, "trace:{x}:2", "v", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
+			// go-redis keeps pipelines on connections of their own.
+			if _, err := traced.Pipelined(unsampled, func(p redis.Pipeliner) error {
+				p.Get(unsampled, "trace:{x}:2")
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
 			if c, ok := traced.(*redis.ClusterClient); ok { // PING goes to any node
 				if err := c.ForEachShard(unsampled, func(ctx context.Context, node *redis.Client) error {
 					return node.Ping(ctx).Err()
@@ -77,10 +84,27 @@ func TestTraceCommands(t *testing.T) {
 			if err := traced.Ping(sampled).Err(); err != nil {
 				t.Fatal(err)
 			}
+			// A pipeline such as a page's gets the library's span; one of
+			// EVALSHA and GET alone is a Batcher's, which spans its
+			// commands itself (batchPipeline).
+			if _, err := traced.Pipelined(sampled, func(p redis.Pipeliner) error {
+				p.Get(sampled, "trace:{x}:1")
+				p.ZRange(sampled, "trace:{x}:z", 0, -1)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := traced.Pipelined(sampled, func(p redis.Pipeliner) error {
+				p.Get(sampled, "trace:{x}:1")
+				p.Get(sampled, "trace:{x}:2")
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
 			request.End()
 			spans := inTrace(rec.Ended(), request.SpanContext().TraceID())
-			if len(spans) != 2 {
-				t.Fatalf("%d spans, want the request's and one for SET (PING is not traced): %v", len(spans), names(spans))
+			if len(spans) != 3 || spans[1].Name() != "redis.pipeline get zrange" {
+				t.Fatalf("spans %q, want the request's, one for SET (PING is not traced) and \"redis.pipeline get zrange\" (the batch-like pipeline is not traced)", names(spans))
 			}
 			set := spans[0]
 			if set.Name() != "set" || set.SpanKind() != trace.SpanKindClient ||
