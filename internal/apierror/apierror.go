@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 )
 
 // Code is a stable error value: the HTTP status times 100 plus a detail.
@@ -83,10 +84,10 @@ var (
 // body is JSON for API clients, and names such as "Rose & Ivy" come back as
 // sent.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*encoder)
+	defer e.put()
+	buf := &e.buf
+	if err := e.enc.Encode(v); err != nil {
 		// Only a value that cannot be JSON gets here: a bug, not a request problem.
 		status = http.StatusInternalServerError
 		buf.Reset()
@@ -100,5 +101,31 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	h["Cache-Control"] = headerNoStore
 	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(buf.Bytes()) // copied: the buffer goes back to the pool
+}
+
+// encoder is a response body's buffer and its encoder, reused across
+// responses: three allocations fewer on every answer.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooled bounds the buffers kept for reuse: a rare large page does not
+// pin its buffer.
+const maxPooled = 64 << 10
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+func (e *encoder) put() {
+	if e.buf.Cap() > maxPooled {
+		return
+	}
+	e.buf.Reset()
+	encoders.Put(e)
 }
