@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/internal/apierror"
@@ -32,7 +31,7 @@ func NewDeletePlantHandler(store PlantDeleter, storeTimeout time.Duration, log *
 }
 
 func (h *DeletePlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id, e := ParsePlantID(mux.Vars(r)["id"])
+	id, e := ParsePlantID(pathVar(r, "id"))
 	if e != nil {
 		apierror.Write(w, e)
 		return

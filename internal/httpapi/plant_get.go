@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gorilla/mux"
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/internal/apierror"
@@ -44,7 +43,7 @@ func NewGetPlantHandler(store PlantGetter, storeTimeout time.Duration, log *zap.
 }
 
 func (h *GetPlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id, e := ParsePlantID(mux.Vars(r)["id"])
+	id, e := ParsePlantID(pathVar(r, "id"))
 	if e != nil {
 		apierror.Write(w, e)
 		return
