@@ -29,7 +29,15 @@ func batched(t *testing.T, client redis.UniversalClient, o store.BatchOptions) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() {
+		closed := make(chan struct{})
+		go func() { _ = b.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second): // a send's place never given back
+			t.Error("the batcher did not close within 10s")
+		}
+	})
 	return store.NewRedis(client, "plantstore:").Batch(b), b, reg
 }
 
@@ -439,5 +447,99 @@ func TestBatchClose(t *testing.T) {
 	}
 	if _, err := r.Get(ctx, 1); !errors.Is(err, plant.ErrUnavailable) || !errors.Is(err, redis.ErrClosed) {
 		t.Fatalf("get after Close: %v, want ErrUnavailable and redis.ErrClosed", err)
+	}
+}
+
+// TestBatchCancellations: requests whose contexts end at every moment of
+// their way through the batcher (queued, handed a place to send, in a
+// pipeline), while Redis stalls now and then, all return by their deadline
+// with an answer or their context's error; and the batcher is left with
+// no send in flight and no queue, so that it still serves, and closes.
+func TestBatchCancellations(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	r, b, _ := batched(t, client, store.BatchOptions{InFlight: 2})
+	ctx := context.Background()
+
+	stop := make(chan struct{})
+	var stalls sync.WaitGroup
+	stalls.Go(func() { // Redis stopped 20 ms of every 50
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(30 * time.Millisecond):
+			}
+			srv.Pause()
+			time.Sleep(20 * time.Millisecond)
+			srv.Resume()
+		}
+	})
+	const requests = 6000
+	var wg sync.WaitGroup
+	var answered, ended atomic.Int64
+	late := make(chan string, requests)
+	sem := make(chan struct{}, 64) // requests at once
+	for i := range requests {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			// Deadlines of 0 to 5 ms, half of them cancelled earlier still.
+			life := time.Duration(i%6) * time.Millisecond
+			rctx, cancel := context.WithTimeout(ctx, life)
+			defer cancel()
+			if i%2 == 0 {
+				time.AfterFunc(life/2, cancel)
+			}
+			start := time.Now()
+			var err error
+			if i%3 == 0 {
+				_, err = r.Get(rctx, int64(i))
+			} else {
+				_, _, err = r.Create(rctx, plant.Plant{ID: int64(i), Name: "p"})
+			}
+			switch {
+			case err == nil, errors.Is(err, plant.ErrNotFound):
+				answered.Add(1)
+			case errors.Is(err, plant.ErrUnavailable) && (errors.Is(err, context.Canceled) ||
+				errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)):
+				ended.Add(1)
+			default:
+				t.Errorf("request %d: %v", i, err)
+			}
+			// A request that sends a pipeline waits for it, at most until
+			// the latest deadline in it: 5 ms, and Redis's stall.
+			if took := time.Since(start); took > life+time.Second {
+				late <- fmt.Sprintf("request %d with a %v deadline took %v", i, life, took)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	stalls.Wait()
+	srv.Resume()
+	close(late)
+	for msg := range late {
+		t.Error(msg)
+	}
+	t.Logf("%d answered, %d ended by their contexts", answered.Load(), ended.Load())
+	if ended.Load() == 0 || answered.Load() == 0 {
+		t.Errorf("%d answered and %d ended: the test should see both", answered.Load(), ended.Load())
+	}
+	if sending, queued := store.BatchSending(b), store.BatchQueued(b); sending != 0 || queued != 0 {
+		t.Fatalf("after every request returned: %d sends in flight, %d queued; want none", sending, queued)
+	}
+	if _, _, err := r.Create(ctx, plant.Plant{ID: 1 << 40, Name: "after"}); err != nil {
+		t.Fatalf("create after the cancellations: %v", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- b.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return: a send's place was never given back")
 	}
 }
