@@ -103,22 +103,20 @@ func TraceCommands(client redis.UniversalClient, tp trace.TracerProvider) error 
 		redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {
 			return cmd.Name() == "ping" || redisotel.DefaultCommandFilter(cmd)
 		}),
-		// The library's own pipeline filter skips a pipeline with AUTH in
-		// it; so does this one. A Batcher's pipelines get their spans from
-		// the batcher, one per command: the library's would be a copy, and
-		// it spells the whole pipeline out for its span's name on every
-		// pipeline, sampled or not (7 % of the bytes a create allocated).
-		redisotel.WithCommandsFilter(func(cmds []redis.Cmder) bool {
-			for _, cmd := range cmds {
-				if redisotel.DefaultCommandFilter(cmd) {
-					return true
-				}
-			}
-			return batchPipeline(cmds)
-		}),
+		// Pipelines get their spans from pipelineSpans instead.
+		redisotel.WithCommandsFilter(func([]redis.Cmder) bool { return true }),
 	)
 	if err != nil {
 		return fmt.Errorf("tracing redis: %w", err)
+	}
+	spans := telemetry.ClientSpans(tp)
+	switch c := client.(type) {
+	case *redis.Client:
+		c.AddHook(newPipelineSpans(spans, c.Options().Addr))
+	case *redis.ClusterClient: // as redisotel: on each node, the node's address
+		c.OnNewNode(func(node *redis.Client) {
+			node.AddHook(newPipelineSpans(spans, node.Options().Addr))
+		})
 	}
 	return nil
 }

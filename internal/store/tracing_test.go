@@ -62,6 +62,7 @@ func TestTraceCommands(t *testing.T) {
 			// go-redis keeps pipelines on connections of their own.
 			if _, err := traced.Pipelined(unsampled, func(p redis.Pipeliner) error {
 				p.Get(unsampled, "trace:{x}:2")
+				p.ZRange(unsampled, "trace:{x}:z", 0, -1)
 				return nil
 			}); err != nil {
 				t.Fatal(err)
@@ -105,6 +106,11 @@ func TestTraceCommands(t *testing.T) {
 			spans := inTrace(rec.Ended(), request.SpanContext().TraceID())
 			if len(spans) != 3 || spans[1].Name() != "redis.pipeline get zrange" {
 				t.Fatalf("spans %q, want the request's, one for SET (PING is not traced) and \"redis.pipeline get zrange\" (the batch-like pipeline is not traced)", names(spans))
+			}
+			if p := spans[1]; p.SpanKind() != trace.SpanKindClient || p.Parent().SpanID() != request.SpanContext().SpanID() ||
+				attrOf(p, "db.system").AsString() != "redis" || attrOf(p, "db.redis.num_cmd").AsInt64() != 2 {
+				t.Errorf("pipeline span: kind %v, parent %v, db.system %q, db.redis.num_cmd %d: want a client span of 2 commands under the request's",
+					p.SpanKind(), p.Parent().SpanID(), attrOf(p, "db.system").AsString(), attrOf(p, "db.redis.num_cmd").AsInt64())
 			}
 			set := spans[0]
 			if set.Name() != "set" || set.SpanKind() != trace.SpanKindClient ||
