@@ -281,21 +281,26 @@ func (r *Redis) List(ctx context.Context, after *int64, limit int) (plant.Page, 
 	if err != nil {
 		return plant.Page{}, classify(fmt.Errorf("reading the listing indexes: %w", err))
 	}
-	var ids []int64
+	// Members sort as their ids do (indexMember), so the page is the first
+	// limit of all shards' members in byte order: only those are parsed,
+	// not the limit+1 that each of the 16 shards answered.
+	var members []string
 	for _, cmd := range ranges {
-		for _, m := range cmd.Val() {
-			id, err := parseIndexMember(m)
-			if err != nil {
-				return plant.Page{}, err
-			}
-			ids = append(ids, id)
-		}
+		members = append(members, cmd.Val()...)
 	}
-	slices.Sort(ids)
-	page := plant.Page{More: len(ids) > limit}
-	ids = ids[:min(len(ids), limit)]
-	if len(ids) == 0 {
+	slices.Sort(members)
+	page := plant.Page{More: len(members) > limit}
+	members = members[:min(len(members), limit)]
+	if len(members) == 0 {
 		return page, nil
+	}
+	ids := make([]int64, len(members))
+	for i, m := range members {
+		id, err := parseIndexMember(m)
+		if err != nil {
+			return plant.Page{}, err
+		}
+		ids[i] = id
 	}
 	page.Cursor = ids[len(ids)-1]
 
