@@ -57,7 +57,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	match.Handler.ServeHTTP(w, req)
 }
 
-// pathVar is the matched route's variable name in r's path.
+// pathVar is the value in r's path of the matched route's variable name.
 func pathVar(r *http.Request, name string) string {
 	if info := infoFrom(r.Context()); info != nil && info.vars != nil {
 		return info.vars[name]
