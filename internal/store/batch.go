@@ -49,8 +49,8 @@ type BatchOptions struct {
 // under its own request's span (Tracer); the pipeline runs on the context
 // (values, not cancellation) of one of them, its lead, sampled if one is,
 // and the others' spans link to the lead's, which carries the batch's size.
-// The client library makes no span of its own for these pipelines
-// (TraceCommands, batchPipeline). No command's span is a root.
+// The store's pipeline spans skip these pipelines (pipelineSpans,
+// batchPipeline). No command's span is a root.
 type Batcher struct {
 	client   redis.UniversalClient
 	inFlight int
@@ -251,7 +251,7 @@ func (b *Batcher) send(batch []*batchItem) {
 	// The lead's values (its span), without its cancellation: one request's
 	// deadline must not fail the others' commands. The pipeline may last as
 	// long as the latest deadline; without one, the client's timeouts bound it.
-	ctx := context.WithoutCancel(live[lead].ctx)
+	ctx := context.WithValue(context.WithoutCancel(live[lead].ctx), batchPipelineKey{}, true)
 	spans := b.startSpans(live, lead, &ctx)
 	if d, ok := latestDeadline(live); ok {
 		var cancel context.CancelFunc
@@ -295,8 +295,10 @@ func liveItems(batch []*batchItem) []*batchItem {
 }
 
 // startSpans starts a client span per item under its own request's span;
-// the lead's becomes the parent of the pipeline's (*ctx). An item whose
-// context has no span (no request) gets none: it would be a root.
+// the pipeline runs under the lead's (*ctx), so that what go-redis traces
+// on its way (a new connection's handshake) is in the lead's trace. An
+// item whose context has no span (no request) gets none: it would be a
+// root.
 func (b *Batcher) startSpans(live []*batchItem, lead int, ctx *context.Context) []trace.Span {
 	if b.tracer == nil {
 		return nil
@@ -335,18 +337,14 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
-// batchPipeline tells a Batcher's pipelines by their commands: only EVALSHA
-// and GET, what runScript and get send through it. Every other pipeline of
-// the store has a command of another name (WAIT, ZRANGE, MGET; HELLO on a
-// new connection). TraceCommands leaves these pipelines to the batcher's
-// own spans.
-func batchPipeline(cmds []redis.Cmder) bool {
-	for _, cmd := range cmds {
-		if name := cmd.Name(); name != "evalsha" && name != "get" {
-			return false
-		}
-	}
-	return len(cmds) > 0
+// batchPipelineKey marks the context a Batcher's pipeline runs on.
+type batchPipelineKey struct{}
+
+// batchPipeline tells whether ctx is that of a Batcher's pipeline, whose
+// commands the batcher spans itself: pipelineSpans makes it no span.
+func batchPipeline(ctx context.Context) bool {
+	marked, _ := ctx.Value(batchPipelineKey{}).(bool)
+	return marked
 }
 
 // latestDeadline is the latest of the items' deadlines; false when one of

@@ -59,8 +59,8 @@ func TestBatchTracing(t *testing.T) {
 		spans := rec.Ended()[warm:]
 		reqs.check(t, spans)
 		// The batch of 20: the first sampled request in it leads it, and
-		// the other sampled commands link to its span. The client library
-		// makes no pipeline span of its own (batchPipeline).
+		// the other sampled commands link to its span. The pipeline gets
+		// no span of its own (batchPipeline).
 		first := reqs.spans[0].SpanContext().TraceID()
 		var lead sdktrace.ReadOnlySpan
 		for _, s := range spans {
@@ -68,7 +68,7 @@ func TestBatchTracing(t *testing.T) {
 				continue
 			}
 			if strings.HasPrefix(s.Name(), "redis.pipeline") {
-				t.Errorf("the client library's span %q for the batch's pipeline", s.Name())
+				t.Errorf("a pipeline span %q for the batch's pipeline: its commands have theirs", s.Name())
 			}
 			if attrOf(s, "db.operation.batch.size").AsInt64() > 0 && len(s.Links()) == 0 {
 				if lead != nil {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -24,8 +26,8 @@ import (
 // the request's span records.
 //
 // A Batcher's pipelines (batchPipeline) get none: the batcher spans each
-// of their commands itself. Nor does a pipeline with AUTH in it, as with
-// redisotel's default filter.
+// of their commands itself. Nor does a pipeline that redisotel's default
+// filter refuses (AUTH, or HELLO with credentials).
 type pipelineSpans struct {
 	tracer trace.Tracer
 	opts   []trace.SpanStartOption // kind and the server's attributes, built once
@@ -50,7 +52,7 @@ func (h pipelineSpans) ProcessHook(next redis.ProcessHook) redis.ProcessHook { r
 
 func (h pipelineSpans) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if !trace.SpanFromContext(ctx).IsRecording() || batchPipeline(cmds) || hasAuth(cmds) {
+		if !trace.SpanFromContext(ctx).IsRecording() || batchPipeline(ctx) || slices.ContainsFunc(cmds, redisotel.DefaultCommandFilter) {
 			return next(ctx, cmds)
 		}
 		ctx, span := h.tracer.Start(ctx, "redis.pipeline "+commandNames(cmds),
@@ -81,13 +83,4 @@ func commandNames(cmds []redis.Cmder) string {
 		b.WriteString(name)
 	}
 	return b.String()
-}
-
-func hasAuth(cmds []redis.Cmder) bool {
-	for _, cmd := range cmds {
-		if strings.EqualFold(cmd.Name(), "auth") {
-			return true
-		}
-	}
-	return false
 }
