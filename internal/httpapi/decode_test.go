@@ -311,3 +311,26 @@ func BenchmarkDecodeNewPlant(b *testing.B) {
 		}
 	}
 }
+
+// TestDecodeNewPlantCopies: the decoded plant shares no bytes with the
+// body, whose buffer the create handler reuses for the next request as
+// soon as the body is decoded. Both the plain and the escaped forms of a
+// string are checked.
+func TestDecodeNewPlantCopies(t *testing.T) {
+	for _, body := range []string{
+		`{"id":7,"name":"Monstera","tag":"tropical"}`,
+		`{"id":7,"name":"Mon\u0073tera","tag":"trop\u0069cal"}`,
+	} {
+		b := []byte(body)
+		p, e := httpapi.DecodeNewPlant(b)
+		if e != nil {
+			t.Fatalf("%s: %v", body, e)
+		}
+		for i := range b {
+			b[i] = 'x'
+		}
+		if p.Name != "Monstera" || p.Tag == nil || *p.Tag != "tropical" {
+			t.Errorf("%s: after the body's bytes were overwritten the plant is %q, %v", body, p.Name, p.Tag)
+		}
+	}
+}
