@@ -43,6 +43,8 @@ type BatchOptions struct {
 // a caller whose context ends while its batch is in flight returns at once
 // with the context's error, as with the plain path (ContextTimeoutEnabled):
 // its command may still be executed, and a retry of a create replays it.
+// The caller that sends a pipeline waits for it, at most until the latest
+// deadline among its commands.
 //
 // Tracing: a command sent alone gets the client library's span, a child of
 // its request's. In a pipeline every command gets a client span of its own
