@@ -59,6 +59,7 @@ type options struct {
 	sweepConns    []int
 	sweepDuration time.Duration
 	serviceFlags  []string
+	serviceEnv    []string
 }
 
 type harness struct {
@@ -102,6 +103,7 @@ func realMain() int {
 	sweepConns := fs.String("sweep-conns", "10,200", "creates' closed loops at these numbers of connections besides -conns (comma-separated; empty: none), per round, on a floor and a service started for each (200 alone with -short)")
 	fs.DurationVar(&o.sweepDuration, "sweep-duration", 3*time.Second, "closed-loop measurement per -sweep-conns level, round and variant (floor, service), after -warmup (1s with -short)")
 	serviceFlags := fs.String("service-flags", "", "flags appended to the service variants' command line, split on spaces (e.g. --redis-batch), recorded in the report")
+	serviceEnv := fs.String("service-env", "", "NAME=value settings added to the service variants' environment, split on spaces, overriding the harness's (e.g. OTEL_TRACES_SAMPLER=always_off or GOGC=200), recorded in the report")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop, save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory, and show the CPU profile's breakdown in the report (make bench-load: bin/profile)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -140,6 +142,10 @@ func realMain() int {
 		return 2
 	}
 	o.serviceFlags = strings.Fields(*serviceFlags)
+	if o.serviceEnv, err = parseEnv(*serviceEnv); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: -service-env: %v\n", err)
+		return 2
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
@@ -183,6 +189,7 @@ func (h *harness) main(ctx context.Context) int {
 		SweepConns:    h.opts.sweepConns,
 		SweepDuration: h.opts.sweepDuration,
 		ServiceFlags:  h.opts.serviceFlags,
+		ServiceEnv:    h.opts.serviceEnv,
 		OTLPExports:   map[string]int64{},
 		OTLPBytes:     map[string]int64{},
 		AccessLines:   map[string]int64{},
@@ -451,4 +458,15 @@ func cleanEnv(extra ...string) []string {
 		env = append(env, kv)
 	}
 	return append(env, extra...)
+}
+
+// parseEnv splits -service-env into NAME=value settings.
+func parseEnv(s string) ([]string, error) {
+	env := strings.Fields(s)
+	for _, kv := range env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return nil, fmt.Errorf("%q is not NAME=value", kv)
+		}
+	}
+	return env, nil
 }

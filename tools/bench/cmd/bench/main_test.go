@@ -152,3 +152,22 @@ func TestPairAlternates(t *testing.T) {
 		t.Errorf("inOrder of round 2 = %v", got)
 	}
 }
+
+func TestParseEnv(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		err  bool
+	}{
+		{in: "", want: nil},
+		{in: " GOGC=200  OTEL_TRACES_SAMPLER=always_off ", want: []string{"GOGC=200", "OTEL_TRACES_SAMPLER=always_off"}},
+		{in: "EMPTY=", want: []string{"EMPTY="}},
+		{in: "GOGC", err: true},
+		{in: "=200", err: true},
+	} {
+		got, err := parseEnv(tc.in)
+		if (err != nil) != tc.err || !slices.Equal(got, tc.want) {
+			t.Errorf("parseEnv(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}

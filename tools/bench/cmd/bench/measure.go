@@ -84,6 +84,8 @@ func (h *harness) measure(ctx context.Context, root string) error {
 		if v.arg != "" {
 			env = append(env, "OTEL_TRACES_SAMPLER_ARG="+v.arg)
 		}
+		// Later entries win in exec: -service-env overrides the sampler.
+		env = append(env, h.opts.serviceEnv...)
 		args := append(slices.Clone(serviceArgs), h.opts.serviceFlags...)
 		variants = append(variants, variant{name: v.name, bin: service, args: args, env: env, sink: s})
 	}

@@ -114,6 +114,9 @@ func Markdown(r *Run, previous []byte) []byte {
 		serviceFlags = "`" + strings.Join(r.ServiceFlags, " ") + "` (`-service-flags`), appended to both service variants' command line"
 	}
 	p("| service flags | %s |\n", serviceFlags)
+	if len(r.ServiceEnv) > 0 {
+		p("| service environment | `%s` (`-service-env`), added to both service variants' environment |\n", strings.Join(r.ServiceEnv, " "))
+	}
 	p("| wall time | %s |\n", r.Elapsed.Round(time.Second))
 	var failed, routeFailed int64
 	for _, rd := range r.Rounds {

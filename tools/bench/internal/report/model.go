@@ -228,6 +228,9 @@ type Run struct {
 	SweepDuration time.Duration
 	// ServiceFlags were appended to the service variants' command line.
 	ServiceFlags []string
+	// ServiceEnv (NAME=value) was added to the service variants' environment,
+	// after the harness's own settings, which it overrides.
+	ServiceEnv []string
 	// Profile is the service's CPU profile's breakdown (-profile), or nil.
 	Profile       *Profile
 	Elapsed       time.Duration
