@@ -543,3 +543,51 @@ func TestBatchCancellations(t *testing.T) {
 		t.Fatal("Close did not return: a send's place was never given back")
 	}
 }
+
+// TestBatchInFlightDefault: unless told, a Batcher sends up to
+// DefaultBatchInFlight pipelines at once, or as many as the client's pool
+// holds connections when that is fewer; the next commands queue.
+func TestBatchInFlightDefault(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name     string
+		poolSize int
+		want     int
+	}{
+		{name: "pool of 3", poolSize: 3, want: 3},
+		{name: "pool of 40", poolSize: 40, want: store.DefaultBatchInFlight},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}, PoolSize: tc.poolSize})
+			r, b, _ := batched(t, client, store.BatchOptions{})
+			const queued = 2
+			var wg sync.WaitGroup
+			errs := make(chan error, tc.want+queued)
+			srv.Pause()
+			for i := range tc.want + queued {
+				wg.Go(func() {
+					if _, _, err := r.Create(context.Background(), plant.Plant{ID: int64(i), Name: "p"}); err != nil {
+						errs <- err
+					}
+				})
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for store.BatchSending(b) < tc.want || store.BatchQueued(b) < queued {
+				if time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			sending, waiting := store.BatchSending(b), store.BatchQueued(b)
+			srv.Resume()
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+			if sending != tc.want || waiting != queued {
+				t.Errorf("%d sending and %d queued, want %d and %d", sending, waiting, tc.want, queued)
+			}
+		})
+	}
+}
