@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -86,6 +85,28 @@ func indexMember(id int64) string {
 		u >>= 4
 	}
 	return string(b[:])
+}
+
+// firstMerged returns the first n strings, in byte order, of lists, each in
+// byte order already; it consumes lists. Picking the least head of 16 lists
+// n times compares 16n strings; sorting all 16(n+1) of them took a tenth of
+// the service's CPU on pages of 20, and more on pages of 100.
+func firstMerged(lists [][]string, n int) []string {
+	out := make([]string, 0, n)
+	for len(out) < n {
+		least := -1
+		for i, l := range lists {
+			if len(l) > 0 && (least < 0 || l[0] < lists[least][0]) {
+				least = i
+			}
+		}
+		if least < 0 {
+			break
+		}
+		out = append(out, lists[least][0])
+		lists[least] = lists[least][1:]
+	}
+	return out
 }
 
 // parseIndexMember is indexMember's inverse.
@@ -281,14 +302,14 @@ func (r *Redis) List(ctx context.Context, after *int64, limit int) (plant.Page, 
 	if err != nil {
 		return plant.Page{}, classify(fmt.Errorf("reading the listing indexes: %w", err))
 	}
-	// Members sort as their ids do (indexMember), so the page is the first
-	// limit of all shards' members in byte order: only those are parsed,
-	// not the limit+1 that each of the 16 shards answered.
-	var members []string
-	for _, cmd := range ranges {
-		members = append(members, cmd.Val()...)
+	// Members sort as their ids do (indexMember), and each shard answered
+	// its own in order: the page is the first limit of their merge. Only
+	// those are parsed, not the limit+1 that each of the 16 shards answered.
+	shards := make([][]string, Shards)
+	for s, cmd := range ranges {
+		shards[s] = cmd.Val()
 	}
-	slices.Sort(members)
+	members := firstMerged(shards, limit+1)
 	page := plant.Page{More: len(members) > limit}
 	members = members[:min(len(members), limit)]
 	if len(members) == 0 {
