@@ -105,30 +105,11 @@ func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
 	// The sampler comes from OTEL_TRACES_SAMPLER, and the batch processor's
 	// settings from OTEL_BSP_*: the SDK reads them itself. Ended spans reach
 	// the batch processor in bursts (see coalescing).
-	batches := sdktrace.NewBatchSpanProcessor(exporter, batchOptions()...)
+	batches := sdktrace.NewBatchSpanProcessor(exporter)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newCoalescing(batches)), sdktrace.WithResource(res),
 		sdktrace.WithIDGenerator(idGenerator{}))
 	t.Provider, t.Exporting, t.shutdown = tp, true, tp.Shutdown
 	return t, nil
-}
-
-// exportBatch is the most spans one export carries unless
-// OTEL_BSP_MAX_EXPORT_BATCH_SIZE says otherwise; the SDK's default is 512.
-// An export transforms and encodes its whole batch in one go, some 5 µs a
-// span: 512 spans hold a core for milliseconds, and the requests that arrive
-// meanwhile wait for it. Under open-loop load at a quarter of peak that burst
-// made the service's p99 2.2 times the floor's; batches of 128 brought it to
-// 1.1 times (docs/performance.md). More, smaller exports cost a few requests
-// to the collector a second more.
-const exportBatch = 128
-
-// batchOptions are the batch processor's settings that differ from the
-// SDK's defaults and that the environment has not set.
-func batchOptions() []sdktrace.BatchSpanProcessorOption {
-	if os.Getenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") != "" {
-		return nil
-	}
-	return []sdktrace.BatchSpanProcessorOption{sdktrace.WithMaxExportBatchSize(exportBatch)}
 }
 
 // instanceID identifies this process among the service's replicas.
