@@ -85,7 +85,7 @@ func realMain() int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: each measures the floor and the service (in turn, alternating which goes first) and service-all-sampled")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "closed-loop (peak) measurement per round and variant, after the warm-up")
-	fs.DurationVar(&o.rateDuration, "rate-duration", 3*time.Second, "open-loop measurement per rate, round and variant")
+	fs.DurationVar(&o.rateDuration, "rate-duration", 3*time.Second, "open-loop measurement per rate, round and variant, in turns of 500ms that alternate the variants")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "closed-loop warm-up, discarded")
 	fs.DurationVar(&o.settle, "settle", time.Second, "wait after start-up before reading the idle RSS")
 	fs.IntVar(&o.conns, "conns", 50, "closed-loop connections")

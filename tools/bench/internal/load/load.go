@@ -291,6 +291,27 @@ func (r Result) Throughput() float64 {
 // Failed is the number of requests that failed: no answer, or a bad one.
 func (r Result) Failed() int64 { return r.Bad + r.Errors }
 
+// Add merges o, a phase measured after r's, into r: the windows add up,
+// and the latencies are those of both.
+func (r *Result) Add(o Result) {
+	r.Window += o.Window
+	r.Requests += o.Requests
+	r.Bad += o.Bad
+	r.Errors += o.Errors
+	if r.Statuses == nil {
+		r.Statuses = map[int]int64{}
+	}
+	for s, n := range o.Statuses {
+		r.Statuses[s] += n
+	}
+	r.Latencies = append(r.Latencies, o.Latencies...)
+	r.Scheduled += o.Scheduled
+	r.Lag = append(r.Lag, o.Lag...)
+	if r.FirstError == "" {
+		r.FirstError = o.FirstError
+	}
+}
+
 type tally struct {
 	mu       sync.Mutex
 	statuses map[int]int64

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -104,5 +105,21 @@ func TestLoops(t *testing.T) {
 	// 50 in a few milliseconds); no lower bound: a busy machine may be late.
 	if tp := r.Throughput(); tp > 250 {
 		t.Errorf("open loop at 200/s achieved %.0f/s", tp)
+	}
+}
+
+func TestResultAdd(t *testing.T) {
+	var r Result
+	r.Add(Result{Window: time.Second, Requests: 2, Bad: 1, Statuses: map[int]int64{200: 1, 500: 1},
+		Latencies: []time.Duration{1, 2}, Scheduled: 3, Lag: []time.Duration{5}, FirstError: "first"})
+	r.Add(Result{Window: time.Second, Requests: 1, Errors: 1, Statuses: map[int]int64{200: 1},
+		Latencies: []time.Duration{3}, Scheduled: 2, Lag: []time.Duration{6}, FirstError: "second"})
+	want := Result{Window: 2 * time.Second, Requests: 3, Bad: 1, Errors: 1, Statuses: map[int]int64{200: 2, 500: 1},
+		Latencies: []time.Duration{1, 2, 3}, Scheduled: 5, Lag: []time.Duration{5, 6}, FirstError: "first"}
+	if !reflect.DeepEqual(r, want) {
+		t.Fatalf("merged %+v, want %+v", r, want)
+	}
+	if got := r.Throughput(); got != 1.5 {
+		t.Fatalf("throughput %v, want 1.5", got)
 	}
 }

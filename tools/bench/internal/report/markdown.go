@@ -233,7 +233,9 @@ func Markdown(r *Run, previous []byte) []byte {
 	p("the round), each latency counted from the request's intended send time, so a stall delays every request\n")
 	p("scheduled behind it (no coordinated omission). Milliseconds. The generator's lag is how late it sent its\n")
 	p("requests itself (p99; already inside the latencies): when it is large, the machine, not only the server,\n")
-	p("was out of CPU.\n\n")
+	p("was out of CPU. Each rate runs in turns of about 500 ms, every variant once per turn, the one going first\n")
+	p("changing from turn to turn, so that a disturbance of the machine lasting a second or so falls on every\n")
+	p("variant alike; a variant's figures are over all its turns.\n\n")
 	p("| rate | requests/s sent | variant | answered/s | p50 | p99 | p99.9 | p99 ÷ floor | generator lag p99 |\n|---|---|---|---|---|---|---|---|---|\n")
 	for i, f := range r.Fractions {
 		rate := make([]float64, 0, rounds)
