@@ -191,6 +191,24 @@ func TestNewRedisClientModes(t *testing.T) {
 			if _, isCluster := c.(*redis.ClusterClient); isCluster != tc.cluster {
 				t.Fatalf("%T: cluster = %v, want %v", c, isCluster, tc.cluster)
 			}
+			// Small buffers: plants are small (see connBuffer); a Cluster
+			// gets no pipeline pool of its own.
+			var buffers [4]int
+			switch c := c.(type) {
+			case *redis.Client:
+				o := c.Options()
+				buffers = [4]int{o.ReadBufferSize, o.WriteBufferSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize}
+			case *redis.ClusterClient:
+				o := c.Options()
+				buffers = [4]int{o.ReadBufferSize, o.WriteBufferSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize}
+			}
+			want := [4]int{16 << 10, 16 << 10, 32 << 10, 32 << 10}
+			if tc.cluster {
+				want[2], want[3] = 0, 0
+			}
+			if buffers != want {
+				t.Fatalf("buffers (read, write, pipeline read, pipeline write) %v, want %v", buffers, want)
+			}
 		})
 	}
 	if _, err := store.NewRedisClient(store.RedisOptions{}); err == nil {
