@@ -89,12 +89,13 @@ const (
 
 // DefaultBatchInFlight is the pipelines a Batcher sends at once unless told
 // otherwise. Fewer batch more but make more commands wait. On two cores
-// against the floor (docs/performance.md), 16 ran creates at 0.76 to 0.87 of
-// the floor at 10 connections and 0.94 to 0.96 at 50, where 4 ran them at
-// 0.67 to 0.76 and 0.84 to 0.90; but reads of one plant at 50 connections at
-// 0.85 to 0.89, where 4 ran them at 0.87 to 1.08: a GET costs Redis so
-// little that its round trip is most of it, and fewer sends share more
-// round trips. Creates, the contract's first operation, decide.
+// against the floor (docs/performance.md, four make bench-load runs with 16,
+// the runs of two sessions with 4), 16 ran creates at 0.76 to 0.87 of the
+// floor at 10 connections and 0.91 to 0.96 at 50, where 4 ran them at 0.67
+// to 0.80 and 0.84 to 0.98; but reads of one plant at 50 connections at 0.84
+// to 0.89, where 4 ran them at 0.87 to 1.08: a GET costs Redis so little
+// that its round trip is most of it, and fewer sends share more round
+// trips. Creates, the contract's first operation, decide.
 const DefaultBatchInFlight = 16
 
 // NewBatcher returns a Batcher of client and registers
