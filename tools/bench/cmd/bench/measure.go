@@ -22,8 +22,8 @@ import (
 // maxInFlight bounds the open loop's outstanding requests (and connections).
 const maxInFlight = 1000
 
-// openSlice is the length of one variant's turn in the open loop (see round).
-const openSlice = 500 * time.Millisecond
+// openTurn is the length of one variant's turn in the open loop (see round).
+const openTurn = 500 * time.Millisecond
 
 // variant is how to start one of the servers under test.
 type variant struct {
@@ -205,24 +205,24 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 	for _, f := range h.run.Fractions {
 		rd.Rates = append(rd.Rates, peak*f)
 	}
-	// Each rate runs in slices of about openSlice, every variant once per
-	// slice, the variant that goes first turning from slice to slice. The
+	// Each rate runs in turns of about openTurn, every variant once per
+	// turn, the variant that goes first changing from turn to turn. The
 	// machine's own disturbances (a neighbour's burst of a second or so,
 	// which the floor suffers as much as the service) then fall on every
 	// variant alike instead of on whichever ran at the time: with one
 	// window per variant the p99 ratio swung from 1 to 2.5 between rounds.
-	slices := max(1, int(h.opts.rateDuration/openSlice))
+	turns := max(1, int(h.opts.rateDuration/openTurn))
 	for j, rate := range rd.Rates {
 		results := make([]load.Result, len(rs))
 		cpu := make([]float64, len(rs))
 		generator := make([]float64, len(rs))
-		for k := range slices {
+		for k := range turns {
 			for n := range rs {
 				v := (n + k) % len(rs)
 				r := rs[v]
 				s0, _ := procfs.ReadCPU(r.p.pid())
 				g0, _ := procfs.ReadCPU(os.Getpid())
-				res, err := r.target.Open(ctx, rate, h.opts.rateDuration/time.Duration(slices), maxInFlight)
+				res, err := r.target.Open(ctx, rate, h.opts.rateDuration/time.Duration(turns), maxInFlight)
 				if err != nil {
 					return rd, fmt.Errorf("%s: %w", r.v.name, err)
 				}
