@@ -92,7 +92,8 @@ const (
 // against the floor (docs/performance.md, four make bench-load runs with 16,
 // the runs of two sessions with 4), 16 ran creates at 0.76 to 0.87 of the
 // floor at 10 connections and 0.91 to 0.96 at 50, where 4 ran them at 0.67
-// to 0.80 and 0.84 to 0.98; but reads of one plant at 50 connections at 0.84
+// to 0.80 and 0.84 to 0.98 (and once 1.09, against a floor that ran slow
+// that run); but reads of one plant at 50 connections at 0.84
 // to 0.89, where 4 ran them at 0.87 to 1.08: a GET costs Redis so little
 // that its round trip is most of it, and fewer sends share more round
 // trips. Creates, the contract's first operation, decide.

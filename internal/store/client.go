@@ -87,9 +87,11 @@ func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
 		ContextTimeoutEnabled: true,
 		// go-redis gives each connection 32 KiB buffers each way, and each
 		// of its pipeline pool 128 KiB: sized for large values. A plant is
-		// a few hundred bytes, a batch of 128 creates about 20 KiB, a page
-		// of 100 some 40 KiB of replies (a reply longer than the buffer is
-		// read straight into its own slice). With 16 sends in flight the
+		// a few hundred bytes at most; in RESP, a create of a plant like the
+		// harness's is about 220 bytes (a batch of 128, 28 KB) and a page of
+		// 100 about 37 KB of index replies (computed from the commands, not
+		// captured). A reply longer than the buffer is read straight into its
+		// own slice, a write longer than it flushes twice. With 16 sends in flight the
 		// default buffers added about 3 MB to the service's peak memory
 		// under 200 connections (VmHWM 44-46 MB, 42-43 with these).
 		ReadBufferSize:  connBuffer,
