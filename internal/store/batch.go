@@ -21,6 +21,10 @@ type BatchOptions struct {
 	// command that finds them all busy waits for at most one round trip
 	// before it is sent.
 	InFlight int
+	// ReadInFlight: a read (Read) is sent at once only while fewer
+	// pipelines than this are in flight, and queues otherwise (default
+	// DefaultBatchReadInFlight; never more than InFlight).
+	ReadInFlight int
 	// MaxBatch: most commands in one pipeline (default 128).
 	MaxBatch int
 	// Tracer makes a client span per batched command, a child of its
@@ -34,12 +38,14 @@ type BatchOptions struct {
 // system calls on both sides than one round trip per command.
 //
 // It is flat combining, with no goroutine of its own: a command that finds
-// fewer than InFlight pipelines on the way is sent at once, alone, on its
-// caller's goroutine, as without batching: at low load batching costs no
-// hand-off between goroutines. Otherwise it queues; when a pipeline is
-// answered, its sender hands its place to the first queued caller, which
-// sends whatever is queued by the time it runs (up to MaxBatch) in one
-// pipeline. There is no timer.
+// fewer than InFlight pipelines on the way (ReadInFlight for a read) is sent
+// at once, alone, on its caller's goroutine, as without batching: at low
+// load batching costs no hand-off between goroutines. Otherwise it queues;
+// when a pipeline is answered, its sender hands its place to the first
+// queued caller, which sends whatever is queued by the time it runs (up to
+// MaxBatch) in one pipeline. There is no timer. Reads queue sooner than
+// writes (DefaultBatchReadInFlight says why), so a write may be sent at once
+// while reads wait: they go in the next pipeline any sender leads.
 //
 // A command whose request's context is done before it is sent is not sent;
 // a caller whose context ends while its batch is in flight returns at once
@@ -56,14 +62,15 @@ type BatchOptions struct {
 // The store's pipeline spans skip these pipelines (pipelineSpans,
 // batchPipeline). No command's span is a root.
 type Batcher struct {
-	client   redis.UniversalClient
-	inFlight int
-	maxBatch int
-	tracer   trace.Tracer // nil: no spans of its own
-	size     prometheus.Observer
+	client       redis.UniversalClient
+	inFlight     int
+	readInFlight int
+	maxBatch     int
+	tracer       trace.Tracer // nil: no spans of its own
+	size         prometheus.Observer
 
 	mu      sync.Mutex
-	queue   []*batchItem // waiting for a sender: only while all InFlight are busy
+	queue   []*batchItem // waiting for a sender: only while ReadInFlight (reads) or InFlight are busy
 	senders int          // pipelines (or lone commands) being sent
 	closed  bool
 	idle    sync.WaitGroup // one per sender
@@ -93,11 +100,18 @@ const (
 // the runs of two sessions with 4), 16 ran creates at 0.76 to 0.87 of the
 // floor at 10 connections and 0.91 to 0.96 at 50, where 4 ran them at 0.67
 // to 0.80 and 0.84 to 0.98 (and once 1.09, against a floor that ran slow
-// that run); but reads of one plant at 50 connections at 0.84
-// to 0.89, where 4 ran them at 0.87 to 1.08: a GET costs Redis so little
-// that its round trip is most of it, and fewer sends share more round
-// trips. Creates, the contract's first operation, decide.
+// that run). Reads ran the other way, 0.84 to 0.89 with 16 against 0.87
+// to 1.08 with 4: they have their own limit, DefaultBatchReadInFlight.
 const DefaultBatchInFlight = 16
+
+// DefaultBatchReadInFlight is the pipelines in flight beyond which a read
+// queues unless told otherwise. A GET costs Redis about a microsecond, so
+// its round trip is mostly system calls on both sides, which a shared
+// pipeline saves; a create's script costs Redis eight times as much
+// (docs/performance.md). Alternating runs of GET by id at 50 connections
+// against the floor (ad hoc, four rounds of 3 s each): 0.785 of the floor
+// with 16, 0.78 with 8, 0.87 with 4, 0.88 with 2.
+const DefaultBatchReadInFlight = 4
 
 // NewBatcher returns a Batcher of client and registers
 // plantstore_redis_batch_size on reg. Close stops it.
@@ -105,6 +119,10 @@ func NewBatcher(client redis.UniversalClient, o BatchOptions, reg prometheus.Reg
 	if o.InFlight <= 0 {
 		o.InFlight = min(DefaultBatchInFlight, poolSize(client))
 	}
+	if o.ReadInFlight <= 0 {
+		o.ReadInFlight = DefaultBatchReadInFlight
+	}
+	o.ReadInFlight = min(o.ReadInFlight, o.InFlight)
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 128
 	}
@@ -117,10 +135,11 @@ func NewBatcher(client redis.UniversalClient, o BatchOptions, reg prometheus.Reg
 		return nil, err
 	}
 	b := &Batcher{
-		client:   client,
-		inFlight: o.InFlight,
-		maxBatch: o.MaxBatch,
-		size:     size,
+		client:       client,
+		inFlight:     o.InFlight,
+		readInFlight: o.ReadInFlight,
+		maxBatch:     o.MaxBatch,
+		size:         size,
 	}
 	if o.Tracer != nil {
 		b.tracer = o.Tracer.Tracer("github.com/plantstore/plantstore/internal/store")
@@ -165,6 +184,18 @@ func (b *Batcher) Close() error {
 // first (cmd must not be read then: it may still be written to), or
 // redis.ErrClosed.
 func (b *Batcher) Do(ctx context.Context, cmd redis.Cmder) error {
+	return b.do(ctx, cmd, b.inFlight)
+}
+
+// Read is Do for a command that only reads: it queues once ReadInFlight
+// pipelines are in flight.
+func (b *Batcher) Read(ctx context.Context, cmd redis.Cmder) error {
+	return b.do(ctx, cmd, b.readInFlight)
+}
+
+// do is Do, sending cmd at once while fewer than limit pipelines are in
+// flight.
+func (b *Batcher) do(ctx context.Context, cmd redis.Cmder, limit int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -173,7 +204,7 @@ func (b *Batcher) Do(ctx context.Context, cmd redis.Cmder) error {
 	case b.closed:
 		b.mu.Unlock()
 		return redis.ErrClosed
-	case b.senders < b.inFlight: // then nothing is queued: send at once
+	case b.senders < limit: // send at once, even past queued reads
 		b.senders++
 		b.idle.Add(1)
 		b.mu.Unlock()
@@ -426,7 +457,7 @@ func (r *Redis) get(ctx context.Context, key string) *redis.StringCmd {
 		return r.client.Get(ctx, key)
 	}
 	cmd := redis.NewStringCmd(ctx, "get", key)
-	if err := r.batch.Do(ctx, cmd); err != nil {
+	if err := r.batch.Read(ctx, cmd); err != nil {
 		failed := redis.NewStringCmd(ctx)
 		failed.SetErr(err)
 		return failed

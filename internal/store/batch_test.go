@@ -545,17 +545,34 @@ func TestBatchCancellations(t *testing.T) {
 }
 
 // TestBatchInFlightDefault: unless told, a Batcher sends up to
-// DefaultBatchInFlight pipelines at once, or as many as the client's pool
-// holds connections when that is fewer; the next commands queue.
+// DefaultBatchInFlight pipelines of creates at once and
+// DefaultBatchReadInFlight of reads, or as many as the client's pool holds
+// connections when that is fewer; the next commands queue.
 func TestBatchInFlightDefault(t *testing.T) {
 	srv := redistest.Start(t)
+	ctx := context.Background()
+	if _, _, err := store.NewRedis(newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}}), "plantstore:").
+		Create(ctx, plant.Plant{ID: 1000, Name: "read"}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(r *store.Redis, i int) error {
+		_, _, err := r.Create(ctx, plant.Plant{ID: int64(i), Name: "p"})
+		return err
+	}
+	read := func(r *store.Redis, _ int) error {
+		_, err := r.Get(ctx, 1000)
+		return err
+	}
 	for _, tc := range []struct {
 		name     string
 		poolSize int
+		op       func(*store.Redis, int) error
 		want     int
 	}{
-		{name: "pool of 3", poolSize: 3, want: 3},
-		{name: "pool of 40", poolSize: 40, want: store.DefaultBatchInFlight},
+		{name: "creates, pool of 3", poolSize: 3, op: create, want: 3},
+		{name: "creates, pool of 40", poolSize: 40, op: create, want: store.DefaultBatchInFlight},
+		{name: "reads, pool of 3", poolSize: 3, op: read, want: 3},
+		{name: "reads, pool of 40", poolSize: 40, op: read, want: store.DefaultBatchReadInFlight},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}, PoolSize: tc.poolSize})
@@ -566,7 +583,7 @@ func TestBatchInFlightDefault(t *testing.T) {
 			srv.Pause()
 			for i := range tc.want + queued {
 				wg.Go(func() {
-					if _, _, err := r.Create(context.Background(), plant.Plant{ID: int64(i), Name: "p"}); err != nil {
+					if err := tc.op(r, i); err != nil {
 						errs <- err
 					}
 				})
@@ -590,4 +607,61 @@ func TestBatchInFlightDefault(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBatchReadsQueueFirst: once ReadInFlight pipelines are in flight a read
+// queues, while a create is still sent at once, up to InFlight; the queued
+// read is answered with the next pipeline.
+func TestBatchReadsQueueFirst(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, store.RedisOptions{Addrs: []string{srv.Addr}})
+	r, b, _ := batched(t, client, store.BatchOptions{InFlight: 3, ReadInFlight: 1})
+	ctx := context.Background()
+	if _, _, err := r.Create(ctx, plant.Plant{ID: 1000, Name: "read"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(sending, queued int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for store.BatchSending(b) != sending || store.BatchQueued(b) != queued {
+			if time.Now().After(deadline) {
+				srv.Resume()
+				t.Fatalf("%d sending and %d queued, want %d and %d",
+					store.BatchSending(b), store.BatchQueued(b), sending, queued)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	read := func() {
+		if p, err := r.Get(ctx, 1000); err != nil || p.Name != "read" {
+			errs <- fmt.Errorf("read: %+v, %v", p, err)
+		}
+	}
+	create := func(id int64) func() {
+		return func() {
+			if _, outcome, err := r.Create(ctx, plant.Plant{ID: id, Name: "p"}); err != nil || outcome != plant.Created {
+				errs <- fmt.Errorf("create %d: %v, %v", id, outcome, err)
+			}
+		}
+	}
+	srv.Pause()
+	wg.Go(read)
+	waitFor(1, 0)
+	wg.Go(read)
+	waitFor(1, 1) // past ReadInFlight: queued
+	wg.Go(create(1))
+	waitFor(2, 1) // below InFlight: sent at once, past the queued read
+	wg.Go(create(2))
+	waitFor(3, 1)
+	wg.Go(create(3))
+	waitFor(3, 2) // InFlight reached: queued too
+	srv.Resume()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitFor(0, 0)
 }
