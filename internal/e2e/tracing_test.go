@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	redisotelScope = "github.com/redis/go-redis/extra/redisotel"
+	storeScope = "github.com/plantstore/plantstore/internal/store"
 	spanWait       = 15 * time.Second
 )
 
@@ -154,8 +154,8 @@ func TestTracesExported(t *testing.T) {
 		if set.GetKind() != tracepb.Span_SPAN_KIND_CLIENT {
 			t.Errorf("Redis span kind %v, want CLIENT", set.GetKind())
 		}
-		if set.Scope.GetName() != redisotelScope {
-			t.Errorf("Redis span from scope %q, want %q", set.Scope.GetName(), redisotelScope)
+		if set.Scope.GetName() != storeScope {
+			t.Errorf("Redis span from scope %q, want %q", set.Scope.GetName(), storeScope)
 		}
 		wantAttr(t, set, "db.system", "redis")
 		host, port, _ := strings.Cut(redis.Addr, ":")

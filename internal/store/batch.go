@@ -28,8 +28,8 @@ type BatchOptions struct {
 	// MaxBatch: most commands in one pipeline (default 128).
 	MaxBatch int
 	// Tracer makes a client span per batched command, a child of its
-	// request's span (nil: none). The service passes the provider
-	// TraceCommands traces the client with (telemetry.ClientSpans).
+	// request's span (nil: none). The service passes its provider
+	// wrapped in telemetry.ClientSpans.
 	Tracer trace.TracerProvider
 }
 

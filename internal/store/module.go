@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
@@ -84,39 +83,21 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 	return Provided{Backend: b, Outbox: r.Outbox()}, err
 }
 
-// TraceCommands gives every Redis command of client a span from tp, a child
-// of the request's, without the command's arguments: they hold plant data,
-// and AUTH would hold a password. A request whose span records nothing gets
-// no command spans at all (telemetry.ClientSpans).
+// TraceCommands gives every Redis command and pipeline of client a span
+// from tp (commandSpans), a child of the request's, without the command's
+// arguments: they hold plant data, and AUTH would hold a password. A
+// request whose span records nothing gets no command spans at all, nor does
+// a command outside any request.
 func TraceCommands(client redis.UniversalClient, tp trace.TracerProvider) error {
-	err := redisotel.InstrumentTracing(client,
-		redisotel.WithTracerProvider(telemetry.ClientSpans(tp)),
-		redisotel.WithDBStatement(false),
-		// No build-machine paths in spans.
-		redisotel.WithCallerEnabled(false),
-		// go-redis 9.23 dials pooled connections on a background context
-		// of its own (pool.queuedNewConn), so every dial span would be a
-		// root trace of its own, in no request's trace.
-		redisotel.WithDialFilter(true),
-		// The readiness probe's PING would start a root trace every few
-		// seconds; AUTH is never traced.
-		redisotel.WithCommandFilter(func(cmd redis.Cmder) bool {
-			return cmd.Name() == "ping" || redisotel.DefaultCommandFilter(cmd)
-		}),
-		// Pipelines get their spans from pipelineSpans instead.
-		redisotel.WithCommandsFilter(func([]redis.Cmder) bool { return true }),
-	)
-	if err != nil {
-		return fmt.Errorf("tracing redis: %w", err)
-	}
-	spans := telemetry.ClientSpans(tp)
 	switch c := client.(type) {
 	case *redis.Client:
-		c.AddHook(newPipelineSpans(spans, c.Options().Addr))
+		c.AddHook(newCommandSpans(tp, c.Options().Addr))
 	case *redis.ClusterClient: // as redisotel: on each node, the node's address
 		c.OnNewNode(func(node *redis.Client) {
-			node.AddHook(newPipelineSpans(spans, node.Options().Addr))
+			node.AddHook(newCommandSpans(tp, node.Options().Addr))
 		})
+	default:
+		return fmt.Errorf("tracing redis: %T not supported", client)
 	}
 	return nil
 }

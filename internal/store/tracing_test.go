@@ -54,8 +54,8 @@ func TestTraceCommands(t *testing.T) {
 				TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}}))
 			// Its command dials the connections and discovers the Cluster's
 			// nodes, before the sampled request. go-redis dials and asks a
-			// Cluster for its slots on contexts of its own, so those spans
-			// are roots, not the request's.
+			// Cluster for its slots on contexts of its own, in no request:
+			// they make no spans either.
 			if err := traced.Set(unsampled, "trace:{x}:2", "v", 0).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -74,8 +74,19 @@ func TestTraceCommands(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if spans := inTrace(rec.Ended(), trace.TraceID{1}); len(spans) != 0 {
-				t.Fatalf("an unsampled request's commands made spans: %v", names(spans))
+			// Nor do a command and a pipeline outside any request (the
+			// outbox relay's polling).
+			if err := traced.Get(ctx, "trace:{x}:2").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := traced.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.Get(ctx, "trace:{x}:2")
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if spans := rec.Ended(); len(spans) != 0 {
+				t.Fatalf("commands of no sampled request made spans: %v", names(spans))
 			}
 
 			sampled, request := tp.Tracer("test").Start(ctx, "POST /plants")
