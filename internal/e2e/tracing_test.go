@@ -17,7 +17,7 @@ import (
 
 const (
 	storeScope = "github.com/plantstore/plantstore/internal/store"
-	spanWait       = 15 * time.Second
+	spanWait   = 15 * time.Second
 )
 
 // serverSpan returns the SERVER span of the trace whose parent is parentID.
