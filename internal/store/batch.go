@@ -59,7 +59,7 @@ type BatchOptions struct {
 // under its own request's span (Tracer); the pipeline runs on the context
 // (values, not cancellation) of one of them, its lead, sampled if one is,
 // and the others' spans link to the lead's, which carries the batch's size.
-// The store's pipeline spans skip these pipelines (pipelineSpans,
+// The store's command spans skip these pipelines (commandSpans,
 // batchPipeline). No command's span is a root.
 type Batcher struct {
 	client       redis.UniversalClient
@@ -107,10 +107,11 @@ const DefaultBatchInFlight = 16
 // DefaultBatchReadInFlight is the pipelines in flight beyond which a read
 // queues unless told otherwise. A GET costs Redis 1.2 to 1.6 µs, so its
 // round trip is mostly system calls on both sides, which a shared pipeline
-// saves; a create's script costs Redis 10 to 14 µs (used_cpu over 200,000 of
-// each in pipelines of 64, ad hoc; docs/performance.md). Alternating runs of GET by id at 50 connections
-// against the floor (ad hoc, four rounds of 3 s each): 0.785 of the floor
-// with 16, 0.78 with 8, 0.87 with 4, 0.88 with 2.
+// saves; a create's script costs Redis 9 to 14 µs (used_cpu over 200,000 of
+// each in pipelines of 64, ad hoc; docs/performance.md). Alternating runs
+// of GET by id at 50 connections against the floor (ad hoc, four rounds of
+// 3 s each): 0.785 of the floor with 16, 0.78 with 8, 0.87 with 4, 0.88
+// with 2.
 const DefaultBatchReadInFlight = 4
 
 // NewBatcher returns a Batcher of client and registers
@@ -403,7 +404,7 @@ func endSpan(span trace.Span, err error) {
 type batchPipelineKey struct{}
 
 // batchPipeline tells whether ctx is that of a Batcher's pipeline, whose
-// commands the batcher spans itself: pipelineSpans makes it no span.
+// commands the batcher spans itself: commandSpans makes it no span.
 func batchPipeline(ctx context.Context) bool {
 	marked, _ := ctx.Value(batchPipelineKey{}).(bool)
 	return marked

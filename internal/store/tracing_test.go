@@ -96,7 +96,7 @@ func TestTraceCommands(t *testing.T) {
 			if err := traced.Ping(sampled).Err(); err != nil {
 				t.Fatal(err)
 			}
-			// A pipeline such as a page's gets a span (pipelineSpans); so
+			// A pipeline such as a page's gets a span (commandSpans); so
 			// does one of GETs alone: only a Batcher's pipelines, marked by
 			// their context, go without (TestBatchTracing).
 			if _, err := traced.Pipelined(sampled, func(p redis.Pipeliner) error {
