@@ -91,9 +91,9 @@ func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
 		// harness's is about 220 bytes (a batch of 128, 28 KB) and a page of
 		// 100 about 37 KB of index replies (computed from the commands, not
 		// captured). A reply longer than the buffer is read straight into its
-		// own slice, a write longer than it flushes twice. With 16 sends in flight the
-		// default buffers added about 3 MB to the service's peak memory
-		// under 200 connections (VmHWM 44-46 MB, 42-43 with these).
+		// own slice, a write longer than it flushes twice. With 16 sends in
+		// flight the default buffers added about 3 MB to the service's peak
+		// memory under 200 connections (VmHWM 44-46 MB, 42-43 with these).
 		ReadBufferSize:  connBuffer,
 		WriteBufferSize: connBuffer,
 	}

@@ -25,9 +25,10 @@ import (
 // pipeline out (on a page of GET /plants, 16 ZRANGEs then MGET, 7 % of the
 // service's CPU), the command hook allocated its attributes and options
 // (640 bytes and 3 allocations a create at 10 % sampling, in
-// BenchmarkChain), for spans that nine requests in ten never record. This hook does nothing unless the request's span records; a
-// command outside any request (the outbox relay's polling, the readiness
-// probe's PING) gets no span, rather than a trace of its own.
+// BenchmarkChain), for spans that nine requests in ten never record. This
+// hook does nothing unless the request's span records; a command outside
+// any request (the outbox relay's polling, the readiness probe's PING) gets
+// no span, rather than a trace of its own.
 //
 // A Batcher's pipelines (batchPipeline) get none: the batcher spans each
 // of their commands itself. Nor does a command that redisotel's default
