@@ -171,3 +171,29 @@ func TestParseEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestInfoInt(t *testing.T) {
+	info := "# Persistence\r\naof_enabled:1\r\naof_current_size:4096\r\naof_base_size:notanumber\r\n"
+	for _, tc := range []struct {
+		field string
+		want  int64
+		err   bool
+	}{
+		{field: "aof_current_size", want: 4096},
+		{field: "aof_enabled", want: 1},
+		{field: "aof_base_size", err: true}, // not an integer
+		{field: "aof_current", err: true},   // a prefix of a field is not the field
+		{field: "total_forks", err: true},   // absent
+	} {
+		got, err := infoInt(info, tc.field)
+		if tc.err {
+			if err == nil {
+				t.Errorf("infoInt(%s) = %d, want an error", tc.field, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("infoInt(%s) = %d, %v; want %d", tc.field, got, err, tc.want)
+		}
+	}
+}

@@ -98,9 +98,22 @@ func (h *harness) measure(ctx context.Context, root string) error {
 		if err := resetRedis(ctx, rdb); err != nil {
 			return fmt.Errorf("emptying Redis before round %d: %w", i+1, err)
 		}
+		forks0, err := redisInfoInt(ctx, rdb, "stats", "total_forks")
+		if err != nil {
+			return fmt.Errorf("reading Redis's forks: %w", err)
+		}
 		rd, err := h.round(ctx, i, variants)
 		if err != nil {
 			return fmt.Errorf("round %d: %w", i+1, err)
+		}
+		// Redis must not have forked during the round (startRedis says why).
+		forks1, err := redisInfoInt(ctx, rdb, "stats", "total_forks")
+		if err != nil {
+			return fmt.Errorf("reading Redis's forks: %w", err)
+		}
+		h.run.RedisForks += forks1 - forks0
+		if forks1 > forks0 {
+			h.run.Warnings = append(h.run.Warnings, fmt.Sprintf("round %d: Redis forked %d time(s) during its phases", i+1, forks1-forks0))
 		}
 		h.run.Rounds = append(h.run.Rounds, rd)
 	}
@@ -187,6 +200,9 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		r.m.ClosedP50, r.m.ClosedP99 = stats.Millis(l.P50), stats.Millis(l.P99)
 		tally(r.m, res)
 		r.m.GeneratorCPUPer1k = stats.PerThousand(c.generatorCPU, res.Requests)
+		if res.Requests > 0 {
+			r.m.AOFBytesPerRequest = float64(c.aofBytes) / float64(res.Requests)
+		}
 		mem, err := procfs.ReadMemory(r.p.pid())
 		if err != nil {
 			return rd, fmt.Errorf("%s: %w", r.v.name, err)
@@ -286,24 +302,37 @@ func (h *harness) stopAll(rs []*running) {
 type closedRun struct {
 	res               load.Result
 	cpu, generatorCPU float64
+	aofBytes          int64 // Redis's AOF growth over the window
 }
 
 // closed runs the creates' closed loop against r at conns connections for
 // window after -warmup.
 func (h *harness) closed(ctx context.Context, r *running, conns int, window time.Duration) (closedRun, error) {
 	var c0, c1, g0, g1 procfs.CPUTicks
-	var e0, e1 error
+	var a0, a1 int64
+	var e0, e1, ea0, ea1 error
 	pid := r.p.pid()
 	res, err := r.target.Closed(ctx, conns, h.opts.warmup, window,
-		func() { c0, e0 = procfs.ReadCPU(pid); g0, _ = procfs.ReadCPU(os.Getpid()) },
-		func() { c1, e1 = procfs.ReadCPU(pid); g1, _ = procfs.ReadCPU(os.Getpid()) })
+		func() {
+			c0, e0 = procfs.ReadCPU(pid)
+			g0, _ = procfs.ReadCPU(os.Getpid())
+			a0, ea0 = redisInfoInt(ctx, h.rdb, "persistence", "aof_current_size")
+		},
+		func() {
+			c1, e1 = procfs.ReadCPU(pid)
+			g1, _ = procfs.ReadCPU(os.Getpid())
+			a1, ea1 = redisInfoInt(ctx, h.rdb, "persistence", "aof_current_size")
+		})
 	if err != nil {
 		return closedRun{}, fmt.Errorf("%s closed loop at %d connections: %w", r.v.name, conns, err)
 	}
 	if e0 != nil || e1 != nil {
 		return closedRun{}, fmt.Errorf("%s: reading CPU time: %v %v", r.v.name, e0, e1)
 	}
-	return closedRun{res: res, cpu: float64(c1.Total()-c0.Total()) / h.hz, generatorCPU: float64(g1.Total()-g0.Total()) / h.hz}, nil
+	if ea0 != nil || ea1 != nil {
+		return closedRun{}, fmt.Errorf("%s: reading Redis's AOF size: %v %v", r.v.name, ea0, ea1)
+	}
+	return closedRun{res: res, cpu: float64(c1.Total()-c0.Total()) / h.hz, generatorCPU: float64(g1.Total()-g0.Total()) / h.hz, aofBytes: a1 - a0}, nil
 }
 
 // pair is the floor and the service in the order round i (from 0) runs

@@ -56,10 +56,14 @@ type Measure struct {
 	// GeneratorCPUPer1k is the load generator's (the harness's) CPU seconds
 	// per 1,000 requests over the same window.
 	GeneratorCPUPer1k float64
-	Open              []Latency
-	Non200, Errors    int64
-	Statuses          map[int]int64
-	FirstError        string
+	// AOFBytesPerRequest is Redis's AOF growth over the closed-loop window
+	// per request: what each create adds to the AOF, which Redis rewrites
+	// each time it doubles.
+	AOFBytesPerRequest float64
+	Open               []Latency
+	Non200, Errors     int64
+	Statuses           map[int]int64
+	FirstError         string
 	// Routes are API 1.1.0's routes' closed-loop phases, by route name
 	// (floor and service only).
 	Routes map[string]*RouteMeasure
@@ -242,6 +246,7 @@ type Run struct {
 	AccessLines   map[string]int64 // access log lines the service variants wrote
 	Failures      []string         // what makes the run fail (exit status 1)
 	Warnings      []string
+	RedisForks    int64  // Redis's forks during the rounds' phases: 0 unless something else made it fork
 	PNG           string // the chart, relative to the markdown file
 }
 
@@ -293,6 +298,7 @@ var (
 	AchievedOf = func(l Latency) float64 { return l.Achieved }
 	LagOf      = func(l Latency) float64 { return l.LagP99 }
 	GenCPUOf   = func(m *Measure) float64 { return m.GeneratorCPUPer1k }
+	AOFOf      = func(m *Measure) float64 { return m.AOFBytesPerRequest }
 )
 
 // Target is one target of an issue and whether the run met it.
