@@ -145,12 +145,11 @@ func (h *harness) startRedis(ctx context.Context) (string, *redis.Client, error)
 		"--appendonly", "yes", "--appendfsync", h.run.Appendfsync, "--maxmemory-policy", "noeviction",
 		// No fork lands in a phase: no RDB snapshots, and no automatic AOF
 		// rewrites (resetRedis rewrites between rounds). With Redis's
-		// default (a rewrite each time the AOF doubles past 64 MB) about
-		// four rewrites a round started mid-phase, each a fork and a child
+		// default (a rewrite each time the AOF doubles past 64 MB) three
+		// rewrites a round started mid-phase, each a fork and a child
 		// writing the whole data set for 0.6 to 1.9 s on the two cores,
 		// on whichever variant ran then: one took the service's p99 at
-		// 50 % of peak to 173 ms, another a DELETE phase to 0.69 of its
-		// floor.
+		// 50 % of peak to 173 ms (the floor's 7.6 that round).
 		"--save", "", "--auto-aof-rewrite-percentage", "0",
 		"--logfile", filepath.Join(dir, "redis.log"),
 	}

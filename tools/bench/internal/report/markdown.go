@@ -386,7 +386,7 @@ func Markdown(r *Run, previous []byte) []byte {
 	p("  servers on free 127.0.0.1 ports, and stops them all at the end, on failure and on interrupt. Redis never\n")
 	p("  forks during a phase: RDB snapshots and automatic AOF rewrites are off (`--save '' --auto-aof-rewrite-percentage\n")
 	p("  0`), and between rounds the harness empties Redis and rewrites its AOF itself. With Redis's default rewrites\n")
-	p("  about four a round started mid-phase, each a fork and a child writing the whole data set for 0.6 to 1.9 s, and\n")
+	p("  three a round started mid-phase, each a fork and a child writing the whole data set for 0.6 to 1.9 s, and\n")
 	p("  fell on whichever variant ran then. The Run table counts the forks during the rounds.\n")
 	p("- The floor and the service make a pair in every phase that compares them (the closed loops, the 1.1.0\n")
 	p("  routes): the floor goes first in odd rounds, the service in even ones, so that a drift of the machine\n")
