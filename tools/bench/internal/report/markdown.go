@@ -131,7 +131,7 @@ func Markdown(r *Run, previous []byte) []byte {
 		}
 	}
 	p("| creates not answered 200 | %d |\n", failed)
-	p("| Redis forks during the rounds | %d (automatic AOF rewrites off; RDB snapshots off) |\n", r.RedisForks)
+	p("| Redis forks during the rounds | %d (0 expected: the harness runs Redis with RDB snapshots and automatic AOF rewrites off) |\n", r.RedisForks)
 	if r.HasRoutes() {
 		p("| 1.1.0 routes | closed loop %s per route and variant after a %s warm-up, %d connections; requests failed (bad status or body, or no answer) %d |\n",
 			r.RouteDuration, r.RouteWarmup, r.Conns, routeFailed)
