@@ -8,6 +8,7 @@ import (
 
 	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/config"
+	"github.com/plantstore/plantstore/internal/gctune"
 	"github.com/plantstore/plantstore/internal/httpapi"
 	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
@@ -29,6 +30,7 @@ func New(c config.Config, extra ...fx.Option) *fx.App {
 		httpapi.Module,
 		server.Module,
 		webhook.Module,
+		gctune.Module,
 		// The store is the servers' readiness check.
 		fx.Provide(func(b store.Backend) server.Pinger { return b }),
 		// Stopping may wait out the drain delay, then the drain itself.

@@ -15,6 +15,7 @@ import (
 	"github.com/peterbourgon/ff/v3"
 
 	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/gctune"
 	"github.com/plantstore/plantstore/internal/httpapi"
 	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
@@ -46,6 +47,7 @@ type Config struct {
 	RateLimit ratelimit.Options
 	Server    server.Options
 	Webhook   webhook.Options
+	GC        gctune.Options
 }
 
 // Parse reads the configuration from args and the environment. Help goes to
@@ -119,6 +121,7 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.DurationVar(&c.Server.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, how long to keep serving with /readyz failing before closing listeners (let load balancers notice)")
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish at shutdown")
 	fs.BoolVar(&c.Server.Pprof, "pprof", false, "serve /debug/pprof on the admin listener, with mutex and block profiling on")
+	fs.IntVar(&c.GC.HeapFloorMiB, "gc-heap-floor-mib", gctune.DefaultHeapFloorMiB, "heap size, in MiB, below which the Go garbage collector does not run; above it GOGC applies as usual (0: GOGC alone)")
 
 	fs.Usage = func() { usage(fs) }
 	// --version is a command, not configuration: only the command line may
@@ -223,6 +226,9 @@ func (c Config) Validate() error {
 	}
 	if c.Server.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %v", c.Server.ShutdownDelay))
+	}
+	if c.GC.HeapFloorMiB < 0 {
+		errs = append(errs, fmt.Errorf("--gc-heap-floor-mib must not be negative, got %d", c.GC.HeapFloorMiB))
 	}
 	if c.Server.HTTP.MaxHeaderBytes < 1024 {
 		errs = append(errs, fmt.Errorf("--http-max-header-bytes must be at least 1024, got %d", c.Server.HTTP.MaxHeaderBytes))

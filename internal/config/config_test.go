@@ -59,6 +59,7 @@ var allFlags = []struct{ name, def string }{
 	{"shutdown-delay", "0s"},
 	{"shutdown-timeout", "20s"},
 	{"pprof", "false"},
+	{"gc-heap-floor-mib", "12"},
 	{"webhook-subscribers-file", `""`},
 	{"webhook-reload-interval", "5s"},
 	{"webhook-allow-cidrs", `""`},
@@ -167,6 +168,7 @@ func TestDefaults(t *testing.T) {
 		{"Server.ShutdownDelay", c.Server.ShutdownDelay, time.Duration(0)},
 		{"Server.ShutdownTimeout", c.Server.ShutdownTimeout, 20 * time.Second},
 		{"Server.Pprof", c.Server.Pprof, false},
+		{"GC.HeapFloorMiB", c.GC.HeapFloorMiB, 12},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -315,6 +317,7 @@ var flagCases = []struct {
 	{"shutdown-delay", "12s", "12.5s", func(c Config) string { return c.Server.ShutdownDelay.String() }},
 	{"shutdown-timeout", "13s", "13.5s", func(c Config) string { return c.Server.ShutdownTimeout.String() }},
 	{"pprof", "true", "false", func(c Config) string { return strconv.FormatBool(c.Server.Pprof) }},
+	{"gc-heap-floor-mib", "0", "32", func(c Config) string { return strconv.Itoa(c.GC.HeapFloorMiB) }},
 	{"webhook-subscribers-file", "/w", "/w2", func(c Config) string { return c.Webhook.SubscribersFile }},
 	{"webhook-reload-interval", "3s", "4s", func(c Config) string { return c.Webhook.ReloadInterval.String() }},
 	{"webhook-allow-cidrs", "10.0.0.0/8", "127.0.0.0/8", func(c Config) string {
@@ -450,6 +453,8 @@ func TestValidation(t *testing.T) {
 		{"http-max-header-bytes zero", []string{"--http-max-header-bytes=0"}, []string{"--http-max-header-bytes"}},
 		{"http-max-header-bytes negative", []string{"--http-max-header-bytes=-5"}, []string{"--http-max-header-bytes"}},
 		{"http-max-header-bytes minimum", []string{"--http-max-header-bytes=1024"}, nil},
+		{"gc-heap-floor-mib negative", []string{"--gc-heap-floor-mib=-1"}, []string{"--gc-heap-floor-mib must not be negative", "-1"}},
+		{"gc-heap-floor-mib zero", []string{"--gc-heap-floor-mib=0"}, nil},
 		{"http-addr empty", []string{"--http-addr="}, []string{"--http-addr must not be empty"}},
 		{"admin-addr empty", []string{"--admin-addr="}, []string{"--admin-addr must not be empty"}},
 		{"redis-pool-size negative", []string{"--redis-pool-size=-1"}, []string{"--redis-pool-size"}},

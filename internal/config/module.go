@@ -4,6 +4,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/gctune"
 	"github.com/plantstore/plantstore/internal/httpapi"
 	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
@@ -24,6 +25,7 @@ type Parts struct {
 	RateLimit ratelimit.Options
 	Server    server.Options
 	Webhook   webhook.Options
+	GC        gctune.Options
 }
 
 // Module provides the parts of a parsed Config.
@@ -31,7 +33,7 @@ func Module(c Config) fx.Option {
 	return fx.Module("config",
 		fx.Supply(c),
 		fx.Provide(func(c Config) Parts {
-			return Parts{Log: c.Log, Auth: c.Auth, Redis: c.Redis, API: c.API, RateLimit: c.RateLimit, Server: c.Server, Webhook: c.Webhook}
+			return Parts{Log: c.Log, Auth: c.Auth, Redis: c.Redis, API: c.API, RateLimit: c.RateLimit, Server: c.Server, Webhook: c.Webhook, GC: c.GC}
 		}),
 	)
 }
