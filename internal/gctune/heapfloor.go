@@ -2,16 +2,16 @@
 // is small: a heap floor, below which the collector does not run, while above
 // it GOGC applies as usual.
 //
-// The runtime already has such a floor, 4 MiB at GOGC=100. A request of the
-// service allocates about 5 KB that die with it, on a live heap of 2 to 3 MiB
-// at low concurrency, so at that floor it collected 40 to 50 times a second
+// The runtime already has such a floor, 4 MiB at GOGC=100. A create of the
+// service allocates 5 to 6 KB that die with it, on a live heap of 2 to 3 MiB
+// at low concurrency, so at that floor it collected about 37 times a second
 // at 15,000 creates/s, each cycle taking a share of the two cores and adding
-// its pause and assists to whichever requests were running then: in ad hoc
-// runs against the floor server (docs/performance.md) the service's tail at a
-// quarter of its peak was half again the floor server's, and matched it with
-// the collector run a fifth as often. Raising GOGC for good would buy that
-// with memory at every load; a floor costs memory only while the live heap is
-// small, and none once twice the live heap exceeds it.
+// its assists and pauses to whichever requests were running then. In ad hoc
+// runs against the floor server (docs/performance.md) the service's p99 was
+// 1.35 to 1.65 times the floor server's at a quarter of its peak, and 1.2 to
+// 1.3 times with the collector run a fifth as often. Raising GOGC for good
+// would buy that with memory at every load; a floor costs memory only while
+// the live heap is small, and none once twice the live heap exceeds it.
 package gctune
 
 import (
@@ -108,11 +108,12 @@ func (h *HeapFloor) Percent() int {
 
 // cycleMark is allocated for one collection: the cleanup attached to it runs
 // once a collection has found it unreachable, which is after every cycle.
-// A pointer field keeps it out of the tiny allocator, whose blocks can hold
-// a cleanup back for several cycles.
+// A pointer field keeps it out of the tiny allocator, where it would share
+// a block with other objects and its cleanup could be held back with them
+// (runtime.AddCleanup's documentation).
 type cycleMark struct{ _ *byte }
 
-// watchNextCycle arranges for adjust to run after the next collection.
+// watchNextCycle arranges for afterCycle to run after the next collection.
 func (h *HeapFloor) watchNextCycle() {
 	runtime.AddCleanup(new(cycleMark), (*HeapFloor).afterCycle, h)
 }
