@@ -55,6 +55,9 @@ type HeapFloor struct {
 	base    int // GOGC when started: the percentage above the floor
 	percent int // the percentage set last
 	cycles  int // collections paced since Start
+	// run counts the Starts: a cleanup armed in an earlier run (before a
+	// Stop) ends its chain instead of pacing beside the current one.
+	run     uint64
 	samples []metrics.Sample
 }
 
@@ -77,6 +80,7 @@ func (h *HeapFloor) Start() bool {
 		return false
 	}
 	h.running, h.base, h.percent, h.cycles = true, gogc, gogc, 0
+	h.run++
 	h.adjustLocked()
 	h.watchNextCycle()
 	return true
@@ -113,16 +117,24 @@ func (h *HeapFloor) Percent() int {
 // (runtime.AddCleanup's documentation).
 type cycleMark struct{ _ *byte }
 
+// cycleWatch is what a cleanup needs: the HeapFloor, and the run it was
+// armed in.
+type cycleWatch struct {
+	h   *HeapFloor
+	run uint64
+}
+
 // watchNextCycle arranges for afterCycle to run after the next collection.
 func (h *HeapFloor) watchNextCycle() {
-	runtime.AddCleanup(new(cycleMark), (*HeapFloor).afterCycle, h)
+	runtime.AddCleanup(new(cycleMark), afterCycle, cycleWatch{h: h, run: h.run})
 }
 
 // afterCycle runs on the runtime's cleanup goroutine after a collection.
-func (h *HeapFloor) afterCycle() {
+func afterCycle(w cycleWatch) {
+	h := w.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.running {
+	if !h.running || w.run != h.run {
 		return
 	}
 	h.cycles++

@@ -195,3 +195,32 @@ func TestHeapFloorLeavesThePaceAlone(t *testing.T) {
 		}
 	})
 }
+
+// A HeapFloor stopped and started again before its next collection paces
+// each collection once: the cleanup armed before Stop must not go on as a
+// second chain beside the one the new Start arms.
+func TestHeapFloorRestartPacesEachCycleOnce(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	h := NewHeapFloor(64 * mib) // a goal far above this binary's heap: no collection but ours
+	for range 3 {
+		if !h.Start() {
+			t.Fatal("Start = false")
+		}
+		h.Stop()
+	}
+	if !h.Start() {
+		t.Fatal("Start = false")
+	}
+	defer h.Stop()
+	const collections = 10
+	for i := 1; i <= collections; i++ {
+		collectUntil(t, h, i)
+	}
+	time.Sleep(50 * time.Millisecond) // let any second chain's cleanups run too
+	h.mu.Lock()
+	cycles := h.cycles
+	h.mu.Unlock()
+	if cycles > collections+2 {
+		t.Fatalf("%d collections paced after %d runtime.GC calls: more than one chain of cleanups", cycles, collections)
+	}
+}

@@ -39,7 +39,7 @@ func register(p Params) {
 		OnStart: func(context.Context) error {
 			if floor.Start() {
 				log.Info("GC heap floor set", zap.Int("heap_floor_mib", p.Options.HeapFloorMiB),
-					zap.Int("gogc", floor.base))
+					zap.Int("gc_percent", floor.Percent()))
 			}
 			return nil
 		},
