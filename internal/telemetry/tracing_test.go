@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"os"
+	"sync"
 	"testing"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -78,4 +80,68 @@ func TestClientSpans(t *testing.T) {
 			t.Errorf("%d spans without a parent, want the SDK's own", len(rec.Ended()))
 		}
 	})
+}
+
+// batchSizes is an exporter that records how many spans each export carried.
+type batchSizes struct {
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batchSizes) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sizes = append(b.sizes, len(spans))
+	return nil
+}
+
+func (b *batchSizes) Shutdown(context.Context) error { return nil }
+
+// TestBatchProcessorExportBatch: without OTEL_BSP_MAX_EXPORT_BATCH_SIZE an
+// export carries at most DefaultExportBatch spans; with it, the
+// environment's size applies, larger or smaller.
+func TestBatchProcessorExportBatch(t *testing.T) {
+	for _, tc := range []struct {
+		env  string // "": unset
+		want int    // the largest export
+	}{
+		{"", DefaultExportBatch},
+		{"200", 200},
+		{"10", 10},
+	} {
+		t.Run("env="+tc.env, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", tc.env)
+			} else {
+				t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "") // restored after the test
+				os.Unsetenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
+			}
+			// An hour's delay: only a full batch or the flush exports.
+			t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "3600000")
+			exp := &batchSizes{}
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatchProcessor(exp)))
+			tracer := tp.Tracer("test")
+			const spans = 500
+			for range spans {
+				_, s := tracer.Start(context.Background(), "span")
+				s.End()
+			}
+			if err := tp.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			exp.mu.Lock()
+			defer exp.mu.Unlock()
+			total, largest := 0, 0
+			for _, n := range exp.sizes {
+				total += n
+				largest = max(largest, n)
+			}
+			if total != spans {
+				t.Fatalf("exported %d spans in %v, want %d", total, exp.sizes, spans)
+			}
+			if largest != tc.want {
+				t.Fatalf("largest export %d spans (all: %v), want %d", largest, exp.sizes, tc.want)
+			}
+		})
+	}
 }
