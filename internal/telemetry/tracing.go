@@ -8,6 +8,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -115,24 +116,38 @@ func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
 // OTEL_BSP_MAX_EXPORT_BATCH_SIZE says otherwise; the SDK's default is 512.
 //
 // The batch processor encodes and sends a batch on its own goroutine, on
-// the cores that serve requests: 512 of the service's spans take 1.2 to
-// 1.8 ms, and a request that lands behind them waits. In exports of 64 the
-// same spans cost as much in all (ad hoc: 510 spans to a loopback receiver
-// in exports of 512, 128 or 64 took 1.2 to 1.3 ms at best, either way), in
-// bursts an eighth as long. docs/performance.md has what that did to the
-// p99 at a quarter of peak and to the all-sampled throughput.
+// the cores that serve requests: 512 spans shaped like the service's took
+// 1.2 to 1.8 ms to a loopback receiver, and a request that lands behind
+// them waits. In exports of 64 the same spans cost as much in all (510 of
+// them in exports of 512, 128 or 64: 1.2 to 1.3 ms at best, either way;
+// ad hoc), in bursts an eighth as long. docs/performance.md has what that
+// did to the p99 at a quarter of peak and to the all-sampled throughput.
 const DefaultExportBatch = 64
 
 // newBatchProcessor is the SDK's batch span processor of exporter with
-// DefaultExportBatch as its default batch size: the SDK lets an option
-// override the environment, so the option is given only when the
-// environment is silent.
+// DefaultExportBatch as its default batch size. An option overrides the
+// environment in the SDK, so it is given only when the environment holds
+// no batch size the SDK would take (unset, empty or not a number, which
+// the SDK reads as its own 512), and, as the SDK does with its default,
+// never larger than the queue (OTEL_BSP_MAX_QUEUE_SIZE).
 func newBatchProcessor(exporter sdktrace.SpanExporter) sdktrace.SpanProcessor {
 	var opts []sdktrace.BatchSpanProcessorOption
-	if _, set := os.LookupEnv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"); !set {
-		opts = append(opts, sdktrace.WithMaxExportBatchSize(DefaultExportBatch))
+	if _, ok := intEnv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE"); !ok {
+		queue, ok := intEnv("OTEL_BSP_MAX_QUEUE_SIZE")
+		if !ok {
+			queue = sdktrace.DefaultMaxQueueSize
+		}
+		opts = append(opts, sdktrace.WithMaxExportBatchSize(min(DefaultExportBatch, queue)))
 	}
 	return sdktrace.NewBatchSpanProcessor(exporter, opts...)
+}
+
+// intEnv is the integer in the environment variable key, read as the SDK
+// reads its OTEL_BSP_* settings: ok is false when it is unset, empty or not
+// an integer.
+func intEnv(key string) (n int, ok bool) {
+	n, err := strconv.Atoi(os.Getenv(key))
+	return n, err == nil
 }
 
 // instanceID identifies this process among the service's replicas.

@@ -3,8 +3,10 @@ package telemetry
 import (
 	"context"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -97,25 +99,31 @@ func (b *batchSizes) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpa
 
 func (b *batchSizes) Shutdown(context.Context) error { return nil }
 
-// TestBatchProcessorExportBatch: without OTEL_BSP_MAX_EXPORT_BATCH_SIZE an
-// export carries at most DefaultExportBatch spans; with it, the
-// environment's size applies, larger or smaller.
+func (b *batchSizes) all() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]int(nil), b.sizes...)
+}
+
+// TestBatchProcessorExportBatch: an export carries at most
+// DefaultExportBatch spans unless OTEL_BSP_MAX_EXPORT_BATCH_SIZE holds a
+// number, which then applies, larger or smaller; an empty or malformed
+// value, which the SDK ignores, leaves DefaultExportBatch.
 func TestBatchProcessorExportBatch(t *testing.T) {
 	for _, tc := range []struct {
-		env  string // "": unset
-		want int    // the largest export
+		name string
+		env  *string // nil: unset
+		want int     // the largest export
 	}{
-		{"", DefaultExportBatch},
-		{"200", 200},
-		{"10", 10},
+		{"unset", nil, DefaultExportBatch},
+		{"empty", ptr(""), DefaultExportBatch},
+		{"malformed", ptr("lots"), DefaultExportBatch},
+		{"200", ptr("200"), 200},
+		{"10", ptr("10"), 10},
 	} {
-		t.Run("env="+tc.env, func(t *testing.T) {
-			if tc.env != "" {
-				t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", tc.env)
-			} else {
-				t.Setenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "") // restored after the test
-				os.Unsetenv("OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
-			}
+		t.Run(tc.name, func(t *testing.T) {
+			setEnv(t, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", tc.env)
+			setEnv(t, "OTEL_BSP_MAX_QUEUE_SIZE", nil)
 			// An hour's delay: only a full batch or the flush exports.
 			t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "3600000")
 			exp := &batchSizes{}
@@ -129,19 +137,64 @@ func TestBatchProcessorExportBatch(t *testing.T) {
 			if err := tp.Shutdown(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			exp.mu.Lock()
-			defer exp.mu.Unlock()
+			sizes := exp.all()
 			total, largest := 0, 0
-			for _, n := range exp.sizes {
+			for _, n := range sizes {
 				total += n
 				largest = max(largest, n)
 			}
 			if total != spans {
-				t.Fatalf("exported %d spans in %v, want %d", total, exp.sizes, spans)
+				t.Fatalf("exported %d spans in %v, want %d", total, sizes, spans)
 			}
 			if largest != tc.want {
-				t.Fatalf("largest export %d spans (all: %v), want %d", largest, exp.sizes, tc.want)
+				t.Fatalf("largest export %d spans (all: %v), want %d", largest, sizes, tc.want)
 			}
 		})
 	}
+}
+
+// TestBatchProcessorExportBatchWithinQueue: a queue smaller than
+// DefaultExportBatch bounds the batch, as the SDK bounds its own default: a
+// full queue's spans go out without waiting for the batch delay.
+func TestBatchProcessorExportBatchWithinQueue(t *testing.T) {
+	const queue = 16
+	setEnv(t, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", nil)
+	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", strconv.Itoa(queue))
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "3600000")
+	exp := &batchSizes{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatchProcessor(exp)))
+	defer tp.Shutdown(context.Background())
+	tracer := tp.Tracer("test")
+	for range queue { // no more than the queue holds: none is dropped
+		_, s := tracer.Start(context.Background(), "span")
+		s.End()
+	}
+	// With a batch larger than the queue nothing would go out before the
+	// hour's delay or Shutdown.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if sizes := exp.all(); len(sizes) > 0 {
+			if sizes[0] != queue {
+				t.Fatalf("first export %d spans (all: %v), want %d", sizes[0], sizes, queue)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no export of %d spans, the queue's size, within 10s: the batch is larger than the queue", queue)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// setEnv sets key to *v, or unsets it for nil, and restores it after the test.
+func setEnv(t *testing.T, key string, v *string) {
+	t.Helper()
+	t.Setenv(key, "") // registers the restore
+	if v == nil {
+		os.Unsetenv(key)
+		return
+	}
+	os.Setenv(key, *v)
 }
