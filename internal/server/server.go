@@ -43,12 +43,12 @@ type HTTPServer struct {
 	log      *zap.Logger
 	done     chan struct{}
 	draining atomic.Bool // answer "Connection: close": Shutdown has begun
-	conns    connTracker
+	conns    *connTracker
 }
 
 // NewHTTPServer returns a server for handler on addr; it binds on Start.
 func NewHTTPServer(name, flag, addr string, handler http.Handler, o HTTPOptions, log *zap.Logger) *HTTPServer {
-	s := &HTTPServer{name: name, flag: flag, addr: addr, log: log}
+	s := &HTTPServer{name: name, flag: flag, addr: addr, log: log, conns: newConnTracker()}
 	s.srv = &http.Server{
 		Handler:           s.closeWhenDraining(closeAfterChunked(handler)),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
@@ -75,10 +75,27 @@ func (s *HTTPServer) closeWhenDraining(next http.Handler) http.Handler {
 	})
 }
 
-// connTracker knows each open connection's state and since when.
+// connTracker knows each open connection's state and since when. net/http
+// reports two state changes a request (active, idle), from every
+// connection's goroutine at once: a connection's record is made once, when
+// it opens, and changed with atomics after, so that no lock shared between
+// connections (nor a map write) is on a request's path.
 type connTracker struct {
-	mu    sync.Mutex
-	conns map[net.Conn]connState
+	conns sync.Map // net.Conn → *connRecord
+	// epoch is what records count their time from: a monotonic clock
+	// reading, so that a step of the wall clock cannot settle a connection
+	// early or late.
+	epoch time.Time
+}
+
+func newConnTracker() *connTracker { return &connTracker{epoch: time.Now()} }
+
+type connRecord struct {
+	state atomic.Int32 // an http.ConnState
+	// since is when the connection opened or last went idle, in nanoseconds
+	// from the tracker's epoch; an active connection is never settled,
+	// whatever its time.
+	since atomic.Int64
 }
 
 type connState struct {
@@ -87,17 +104,45 @@ type connState struct {
 }
 
 func (c *connTracker) track(conn net.Conn, state http.ConnState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	switch state {
 	case http.StateHijacked, http.StateClosed:
-		delete(c.conns, conn)
-	default:
-		if c.conns == nil {
-			c.conns = make(map[net.Conn]connState)
-		}
-		c.conns[conn] = connState{state: state, since: time.Now()}
+		c.conns.Delete(conn)
+		return
+	case http.StateNew:
+		c.conns.Store(conn, c.newRecord(state))
+		return
 	}
+	v, ok := c.conns.Load(conn)
+	if !ok { // net/http reports StateNew first; a record is made all the same
+		c.conns.Store(conn, c.newRecord(state))
+		return
+	}
+	r := v.(*connRecord)
+	if state != http.StateActive {
+		// Before the state: settled, reading the new state, then reads this
+		// time or a later one.
+		r.since.Store(int64(time.Since(c.epoch)))
+	}
+	r.state.Store(int32(state))
+}
+
+func (c *connTracker) newRecord(state http.ConnState) *connRecord {
+	r := new(connRecord)
+	r.state.Store(int32(state))
+	r.since.Store(int64(time.Since(c.epoch)))
+	return r
+}
+
+// snapshot returns the tracked connections' states.
+func (c *connTracker) snapshot() map[net.Conn]connState {
+	out := make(map[net.Conn]connState)
+	c.conns.Range(func(k, v any) bool {
+		r := v.(*connRecord)
+		state := http.ConnState(r.state.Load())
+		out[k.(net.Conn)] = connState{state: state, since: c.epoch.Add(time.Duration(r.since.Load()))}
+		return true
+	})
+	return out
 }
 
 // settled says every open connection has been idle (or new, with no request
@@ -106,9 +151,7 @@ func (c *connTracker) track(conn net.Conn, state http.ConnState) {
 // stalled (CPU throttling, a long pause): net/http then still counts as idle
 // a connection whose next request has already arrived.
 func (c *connTracker) settled(now, drainStart time.Time, grace time.Duration) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for conn, cs := range c.conns {
+	for conn, cs := range c.snapshot() {
 		// Idle since the drain began, not since its last use: a client
 		// whose busy connections the drain closes falls back on the ones it
 		// had left unused in its pool, whatever their age.

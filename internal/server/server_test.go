@@ -643,7 +643,7 @@ func TestConnTrackerSettled(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := connTracker{conns: tt.conns}
+			c := trackerOf(tt.conns)
 			drainStart := time.Time{}
 			if tt.drainAgo > 0 {
 				drainStart = now.Add(-tt.drainAgo)
@@ -655,15 +655,72 @@ func TestConnTrackerSettled(t *testing.T) {
 	}
 }
 
+// trackerOf is a tracker that knows conns.
+func trackerOf(conns map[net.Conn]connState) *connTracker {
+	c := newConnTracker()
+	for conn, cs := range conns {
+		r := c.newRecord(cs.state)
+		r.since.Store(int64(cs.since.Sub(c.epoch)))
+		c.conns.Store(conn, r)
+	}
+	return c
+}
+
 func TestConnTrackerForgetsClosedAndHijacked(t *testing.T) {
-	var c connTracker
+	c := newConnTracker()
 	a, b := &net.TCPConn{}, &net.TCPConn{}
 	c.track(a, http.StateNew)
 	c.track(b, http.StateActive)
 	c.track(a, http.StateClosed)
 	c.track(b, http.StateHijacked)
-	if len(c.conns) != 0 {
-		t.Errorf("tracked after close and hijack: %v", c.conns)
+	if got := c.snapshot(); len(got) != 0 {
+		t.Errorf("tracked after close and hijack: %v", got)
+	}
+}
+
+// TestConnTrackerFollowsStates: a connection's state is its last one, and
+// its time is when it opened or last went idle; going active leaves the time
+// alone (an active connection is never settled).
+func TestConnTrackerFollowsStates(t *testing.T) {
+	c := newConnTracker()
+	conn := &net.TCPConn{}
+	stateAt := func(step string, want http.ConnState, notBefore, notAfter time.Time) {
+		t.Helper()
+		cs, ok := c.snapshot()[conn]
+		if !ok {
+			t.Fatalf("%s: not tracked", step)
+		}
+		if cs.state != want {
+			t.Errorf("%s: state %v, want %v", step, cs.state, want)
+		}
+		if cs.since.Before(notBefore) || cs.since.After(notAfter) {
+			t.Errorf("%s: since %v, want within [%v, %v]", step, cs.since, notBefore, notAfter)
+		}
+	}
+	before := time.Now()
+	c.track(conn, http.StateNew)
+	opened := time.Now()
+	stateAt("new", http.StateNew, before, opened)
+	c.track(conn, http.StateActive)
+	stateAt("active", http.StateActive, before, opened)
+	if c.settled(opened.Add(time.Hour), time.Time{}, idleGrace) {
+		t.Error("settled with the connection active")
+	}
+	idleFrom := time.Now()
+	c.track(conn, http.StateIdle)
+	stateAt("idle", http.StateIdle, idleFrom, time.Now())
+	if c.settled(idleFrom, time.Time{}, idleGrace) {
+		t.Error("settled with the connection idle just now")
+	}
+	if !c.settled(time.Now().Add(idleGrace), time.Time{}, idleGrace) {
+		t.Error("not settled with the connection idle for the grace")
+	}
+	// A state change without StateNew first (not net/http's order) is
+	// tracked all the same.
+	other := &net.TCPConn{}
+	c.track(other, http.StateIdle)
+	if _, ok := c.snapshot()[other]; !ok {
+		t.Error("a connection first seen idle is not tracked")
 	}
 }
 
@@ -688,7 +745,7 @@ func TestConnTrackerNotSettledWithUnreadBytes(t *testing.T) {
 	defer server.Close()
 
 	now := time.Now()
-	c := connTracker{conns: map[net.Conn]connState{server: {http.StateIdle, now.Add(-time.Hour)}}}
+	c := trackerOf(map[net.Conn]connState{server: {http.StateIdle, now.Add(-time.Hour)}})
 	if !c.settled(now, time.Time{}, idleGrace) {
 		t.Fatal("an idle connection with nothing to read is not settled")
 	}
@@ -714,4 +771,19 @@ func TestConnTrackerNotSettledWithUnreadBytes(t *testing.T) {
 	if !c.settled(now, time.Time{}, idleGrace) {
 		t.Error("not settled once the bytes were read")
 	}
+}
+
+// BenchmarkConnTracker is net/http's two state changes a request (active,
+// idle), from as many connections as goroutines.
+func BenchmarkConnTracker(b *testing.B) {
+	c := newConnTracker()
+	b.RunParallel(func(pb *testing.PB) {
+		conn := &net.TCPConn{}
+		c.track(conn, http.StateNew)
+		for pb.Next() {
+			c.track(conn, http.StateActive)
+			c.track(conn, http.StateIdle)
+		}
+		c.track(conn, http.StateClosed)
+	})
 }
