@@ -109,21 +109,20 @@ func (c *connTracker) track(conn net.Conn, state http.ConnState) {
 		c.conns.Delete(conn)
 		return
 	case http.StateNew:
-		c.conns.Store(conn, c.newRecord(state))
-		return
+	default:
+		if v, ok := c.conns.Load(conn); ok {
+			r := v.(*connRecord)
+			if state != http.StateActive {
+				// Before the state: settled, reading the new state, then
+				// reads this time or a later one.
+				r.since.Store(int64(time.Since(c.epoch)))
+			}
+			r.state.Store(int32(state))
+			return
+		}
+		// net/http reports StateNew first; a record is made all the same.
 	}
-	v, ok := c.conns.Load(conn)
-	if !ok { // net/http reports StateNew first; a record is made all the same
-		c.conns.Store(conn, c.newRecord(state))
-		return
-	}
-	r := v.(*connRecord)
-	if state != http.StateActive {
-		// Before the state: settled, reading the new state, then reads this
-		// time or a later one.
-		r.since.Store(int64(time.Since(c.epoch)))
-	}
-	r.state.Store(int32(state))
+	c.conns.Store(conn, c.newRecord(state))
 }
 
 func (c *connTracker) newRecord(state http.ConnState) *connRecord {
@@ -133,16 +132,10 @@ func (c *connTracker) newRecord(state http.ConnState) *connRecord {
 	return r
 }
 
-// snapshot returns the tracked connections' states.
-func (c *connTracker) snapshot() map[net.Conn]connState {
-	out := make(map[net.Conn]connState)
-	c.conns.Range(func(k, v any) bool {
-		r := v.(*connRecord)
-		state := http.ConnState(r.state.Load())
-		out[k.(net.Conn)] = connState{state: state, since: c.epoch.Add(time.Duration(r.since.Load()))}
-		return true
-	})
-	return out
+// load reads r: its state first, then its time (see track).
+func (c *connTracker) load(r *connRecord) connState {
+	state := http.ConnState(r.state.Load())
+	return connState{state: state, since: c.epoch.Add(time.Duration(r.since.Load()))}
 }
 
 // settled says every open connection has been idle (or new, with no request
@@ -151,18 +144,20 @@ func (c *connTracker) snapshot() map[net.Conn]connState {
 // stalled (CPU throttling, a long pause): net/http then still counts as idle
 // a connection whose next request has already arrived.
 func (c *connTracker) settled(now, drainStart time.Time, grace time.Duration) bool {
-	for conn, cs := range c.snapshot() {
+	settled := true
+	c.conns.Range(func(k, v any) bool {
+		cs := c.load(v.(*connRecord))
 		// Idle since the drain began, not since its last use: a client
 		// whose busy connections the drain closes falls back on the ones it
 		// had left unused in its pool, whatever their age.
 		if cs.state == http.StateActive || now.Sub(later(cs.since, drainStart)) < grace {
-			return false
+			settled = false
+		} else if n, ok := pendingBytes(k.(net.Conn)); ok && n > 0 {
+			settled = false
 		}
-		if n, ok := pendingBytes(conn); ok && n > 0 {
-			return false
-		}
-	}
-	return true
+		return settled
+	})
+	return settled
 }
 
 func later(a, b time.Time) time.Time {

@@ -655,6 +655,16 @@ func TestConnTrackerSettled(t *testing.T) {
 	}
 }
 
+// snapshot returns the tracked connections' states.
+func (c *connTracker) snapshot() map[net.Conn]connState {
+	out := make(map[net.Conn]connState)
+	c.conns.Range(func(k, v any) bool {
+		out[k.(net.Conn)] = c.load(v.(*connRecord))
+		return true
+	})
+	return out
+}
+
 // trackerOf is a tracker that knows conns.
 func trackerOf(conns map[net.Conn]connState) *connTracker {
 	c := newConnTracker()
