@@ -115,7 +115,7 @@ func (c *connTracker) track(conn net.Conn, state http.ConnState) {
 			if state != http.StateActive {
 				// Before the state: settled, reading the new state, then
 				// reads this time or a later one.
-				r.since.Store(int64(time.Since(c.epoch)))
+				r.since.Store(c.sinceEpoch())
 			}
 			r.state.Store(int32(state))
 			return
@@ -128,9 +128,12 @@ func (c *connTracker) track(conn net.Conn, state http.ConnState) {
 func (c *connTracker) newRecord(state http.ConnState) *connRecord {
 	r := new(connRecord)
 	r.state.Store(int32(state))
-	r.since.Store(int64(time.Since(c.epoch)))
+	r.since.Store(c.sinceEpoch())
 	return r
 }
+
+// sinceEpoch is now as a record stores it: nanoseconds from the epoch.
+func (c *connTracker) sinceEpoch() int64 { return int64(time.Since(c.epoch)) }
 
 // load reads r: its state first, then its time (see track).
 func (c *connTracker) load(r *connRecord) connState {
