@@ -48,8 +48,8 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 FROM gcr.io/distroless/static-debian12:nonroot AS runtime
 ARG VERSION=dev
 ARG REVISION=unknown
-# LICENSES is an SPDX expression for the image's licenses label; the repository has no license file yet.
-ARG LICENSES=NOASSERTION
+# LICENSES is an SPDX expression for the image's licenses label: Apache-2.0, the repository's LICENSE.
+ARG LICENSES=Apache-2.0
 LABEL org.opencontainers.image.title="plantstore" \
       org.opencontainers.image.description="plantstore HTTP service: API on 8080, admin (probes, metrics) on 9090" \
       org.opencontainers.image.source="https://github.com/plantstore/plantstore" \

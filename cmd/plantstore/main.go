@@ -1,4 +1,7 @@
 // Command plantstore runs the plant store service.
+//
+// plantstore is licensed under the Apache License 2.0 (SPDX identifier
+// Apache-2.0); see the LICENSE file at the repository's root.
 package main
 
 import (
