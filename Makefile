@@ -3,7 +3,8 @@
 GO        ?= go
 BIN       := bin/plantstore
 PKG       := github.com/plantstore/plantstore
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The release version: the VERSION file (make version-set writes it and every place it appears).
+VERSION   ?= $(shell cat VERSION 2>/dev/null || echo dev)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X $(PKG)/internal/version.Version=$(VERSION) -X $(PKG)/internal/version.Revision=$(REVISION)
 TOOL      := $(GO) tool -modfile=tools/go.mod
@@ -22,7 +23,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-check test test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
+.PHONY: help build run generate generate-check test test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -46,8 +47,9 @@ test: test-go test-api test-monitoring test-tools ## the whole suite: unit, real
 test-go: redis-server ## the service's tests (go test -race ./...)
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-test-api: ## api/openapi.yaml passes kin-openapi's validator with every strict option; the generate check works
+test-api: ## api/openapi.yaml passes kin-openapi's validator with every strict option; the generate check works; the version tool's tests
 	cd tools && $(GO) test -count=1 -timeout 30m ./openapi/
+	cd tools && $(GO) test -count=1 ./version/
 
 test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
 	cd tools && $(GO) test -count=1 -timeout 30m ./monitoring/...
@@ -93,12 +95,18 @@ bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 1
 bench-short: redis-server ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short); fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
 
-lint: image-lint generate-check ## go vet, staticcheck, gofmt, the generated client up to date, and the Dockerfile under BuildKit's rules
+lint: image-lint generate-check version-check ## go vet, staticcheck, gofmt, the generated client up to date, and the Dockerfile under BuildKit's rules; one version everywhere (version-check)
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 	cd tools && $(GO) vet ./monitoring/... ./openapi/...
 	cd tools/bench && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+version-check: ## fail when the chart, OpenAPI, kustomize or CHANGELOG disagree with VERSION, or Apache-2.0 is not named where it should be
+	cd tools && $(GO) run ./version -root .. check
+
+version-set: ## put VERSION=x.y.z everywhere the version appears (VERSION file, chart, OpenAPI, kustomize, CHANGELOG)
+	cd tools && $(GO) run ./version -root .. set $(VERSION)
 
 image-lint: ## lint the Dockerfile offline with BuildKit's rules; check its structure and .dockerignore
 	tools/image/lint.sh
