@@ -22,7 +22,9 @@
 # and PUSH_IMAGE=true to push it to that name with skopeo (which needs the
 # registry, so not here).
 #
-# Environment: OUT, VERSION, REVISION (default from git, as the Makefile's),
+# Environment: SRC (the source tree to build, default this repository: a
+# release of an older commit builds that commit's tree with this pipeline),
+# OUT, VERSION, REVISION (default from git, as the Makefile's),
 # LICENSES (default Apache-2.0, as the Dockerfile's), SOURCE_DATE_EPOCH (image
 # timestamps; default the last commit's time, so that a rebuild of the same
 # commit gives the same digest), GOARCH (default the host's), IMAGE_GOTOOLCHAIN
@@ -33,11 +35,12 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/tools/image"
+src=$(cd "${SRC:-$root}" && pwd)
 OUT=${OUT:-$root/bin/plantstore-image.tar}
-VERSION=${VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
-REVISION=${REVISION:-$(git -C "$root" rev-parse HEAD 2>/dev/null || echo unknown)}
+VERSION=${VERSION:-$(git -C "$src" describe --tags --always --dirty 2>/dev/null || echo dev)}
+REVISION=${REVISION:-$(git -C "$src" rev-parse HEAD 2>/dev/null || echo unknown)}
 LICENSES=${LICENSES:-Apache-2.0}
-SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$src" log -1 --format=%ct 2>/dev/null || echo 0)}
 export GOWORK=off
 GOARCH=${GOARCH:-$(go env GOARCH)}
 PKG=github.com/plantstore/plantstore
@@ -69,11 +72,11 @@ cleanup() {
 trap cleanup EXIT
 
 step "building imagetool (tools/image)"
-(cd "$here" && go build -o "$work/imagetool" .)
-GO_VERSION=$("$work/imagetool" arg -f "$root/Dockerfile" GO_VERSION)
+(cd "$here" && env -u GOARCH go build -o "$work/imagetool" .)
+GO_VERSION=$("$work/imagetool" arg -f "$src/Dockerfile" GO_VERSION)
 
 step "staging the build stage's context through .dockerignore"
-"$work/imagetool" context -C "$root" -o "$work/src"
+"$work/imagetool" context -C "$src" -o "$work/src"
 
 step "go build with ${IMAGE_GOTOOLCHAIN:-go$GO_VERSION} (the Dockerfile's GO_VERSION is $GO_VERSION), linux/$GOARCH, version $VERSION, revision $REVISION"
 mkdir -p "$work/out"

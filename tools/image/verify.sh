@@ -123,7 +123,7 @@ case $lddout in *"not a dynamic executable"*|*"statically linked"*) pass "ldd: $
 if command -v go >/dev/null 2>&1; then
   bi=$(go version -m "$bin")
   # (with -trimpath, Go leaves -ldflags out of the build info: --version below shows the stamps)
-  for s in "CGO_ENABLED=0" "-trimpath=true" "GOOS=linux"; do
+  for s in "CGO_ENABLED=0" "-trimpath=true" "GOOS=linux" "GOARCH=$(jq -r .architecture "$config")"; do
     if grep -qF -- "$s" <<<"$bi"; then pass "build info: $s"; else fail "build info lacks $s"; fi
   done
   echo "  $(head -1 <<<"$bi")"
@@ -145,7 +145,23 @@ echo "  $(find "$rootfs" -type f | wc -l) files, $(du -sh "$rootfs" | cut -f1) u
 step "binary, run from the image's root filesystem as the image's user"
 mapfile -t env < <(jq -r '.config.Env[]?' "$config")
 user=$(jq -r .config.User "$config")
-run_in_image() { env -i "${env[@]}" HOME=/home/nonroot chroot --userspec="$user" "$rootfs" "$@"; }
+# An image for another architecture runs under QEMU's user-mode emulator
+# (Debian's qemu-user-static), copied into the unpacked root filesystem after
+# the checks above, so that the chroot can execute it.
+emu=()
+arch=$(jq -r .architecture "$config")
+host_arch=$(go env GOARCH 2>/dev/null || dpkg --print-architecture)
+if [ "$arch" != "$host_arch" ]; then
+  case $arch in arm64) qarch=aarch64 ;; amd64) qarch=x86_64 ;; *) qarch=$arch ;; esac
+  if ! command -v "qemu-$qarch-static" >/dev/null 2>&1; then
+    echo "verify: installing qemu-user-static from Debian's packages (a linux/$arch image on $host_arch)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user-static >/dev/null
+  fi
+  install -m 0755 "$(command -v "qemu-$qarch-static")" "$rootfs/.qemu-$qarch-static"
+  emu=("/.qemu-$qarch-static")
+  echo "  linux/$arch on $host_arch: run under $(qemu-$qarch-static --version | head -1)"
+fi
+run_in_image() { env -i "${env[@]}" HOME=/home/nonroot chroot --userspec="$user" "$rootfs" "${emu[@]}" "$@"; }
 vout=$(run_in_image /plantstore --version 2>&1) || true
 echo "  /plantstore --version: $vout"
 if [[ $vout == "plantstore $version (revision $revision, go"* ]]; then
@@ -160,7 +176,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 http_port=$(free_port); admin_port=$(free_port)
 # Started directly (not through a function) so that $! is the server: env
 # and chroot exec it, and the signal below reaches it.
-env -i "${env[@]}" HOME=/home/nonroot chroot --userspec="$user" "$rootfs" \
+env -i "${env[@]}" HOME=/home/nonroot chroot --userspec="$user" "$rootfs" "${emu[@]}" \
   /plantstore --dev --http-addr "127.0.0.1:$http_port" --admin-addr "127.0.0.1:$admin_port" >"$work/serve.log" 2>&1 &
 server_pid=$!
 ready=
