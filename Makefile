@@ -23,7 +23,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-check test test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
+.PHONY: help build run generate generate-check test test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -95,12 +95,31 @@ bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 1
 bench-short: redis-server ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short); fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
 
-lint: image-lint generate-check version-check ## go vet, staticcheck, gofmt, the generated client up to date, and the Dockerfile under BuildKit's rules; one version everywhere (version-check)
+lint: image-lint generate-check version-check actions-lint ## go vet, staticcheck, gofmt, the generated client up to date, the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 	cd tools && $(GO) vet ./monitoring/... ./openapi/...
 	cd tools/bench && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# actionlint checks .github/workflows (syntax, expressions, action inputs) and
+# runs shellcheck on every run: script. CI machines are fresh: install Debian's
+# shellcheck when it is missing and apt-get is there (root, or sudo without a
+# password); elsewhere actionlint runs without it.
+actions-lint: ## check .github/workflows with actionlint (and shellcheck when installed)
+	@command -v shellcheck >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || { \
+	  echo "shellcheck missing: installing Debian's shellcheck package"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends shellcheck >/dev/null; \
+	}
+	@command -v shellcheck >/dev/null 2>&1 || echo "actions-lint: no shellcheck, run: scripts not checked"
+	$(TOOL) actionlint
+
+# Renovate's own validator from npm, not in lint. Pinned to a major: on an old
+# Node.js npx would pick an old renovate that rejects today's options
+# (managerFilePatterns); the hosted app runs the newest.
+renovate-check: ## validate renovate.json with Renovate's renovate-config-validator (needs npm; not part of lint)
+	npx --yes --package renovate@44 -- renovate-config-validator --strict --no-global renovate.json
 
 version-check: ## fail when the chart, OpenAPI, kustomize or CHANGELOG disagree with VERSION, or Apache-2.0 is not named where it should be
 	cd tools && $(GO) run ./version -root .. check
