@@ -15,6 +15,10 @@ BENCHCOUNT ?= 6
 BENCH_FLAGS ?=
 NAMESPACE  ?= plantstore
 IMAGE_REPO ?= ghcr.io/plantstore/plantstore
+# Where make release pushes: REGISTRY/plantstore (the image) and REGISTRY/charts/plantstore.
+REGISTRY   ?= ghcr.io/plantstore
+# make release signs with cosign: key (bin/release/cosign.key, made when missing) or keyless (hosted CI).
+SIGN       ?= key
 IMAGE_TAG  ?= $(VERSION)
 HELM_FLAGS ?=
 # helm from PATH, else built from tools/k8s/go.mod.
@@ -23,7 +27,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-check test test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
+.PHONY: help build run generate generate-check test test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -55,8 +59,9 @@ test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, prom
 	cd tools && $(GO) test -count=1 -timeout 30m ./monitoring/...
 	cd tools/bench && $(GO) test -count=1 ./...
 
-test-tools: ## the tests of the cluster and validation helpers (tools/k8s)
+test-tools: ## the tests of the cluster, validation and release helpers (tools/k8s, tools/release)
 	cd tools/k8s && $(GO) test -race -count=1 ./cmd/...
+	cd tools/release && $(GO) test -race -count=1 ./...
 
 # A real one-node Kubernetes cluster in a network namespace of its own (root;
 # see docs/validation.md): the chart, the overlays and their faults on it.
@@ -100,6 +105,7 @@ lint: image-lint generate-check version-check actions-lint ## go vet, staticchec
 	$(TOOL) staticcheck ./...
 	cd tools && $(GO) vet ./monitoring/... ./openapi/...
 	cd tools/bench && $(GO) vet ./...
+	cd tools/release && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # actionlint checks .github/workflows (syntax, expressions, action inputs) and
@@ -129,6 +135,15 @@ version-set: ## put VERSION=x.y.z everywhere the version appears (VERSION file, 
 
 image-lint: ## lint the Dockerfile offline with BuildKit's rules; check its structure and .dockerignore
 	tools/image/lint.sh
+
+release: ## build, sign and push one release without a daemon: multi-arch image, SBOMs, provenance, the chart (make release VERSION=x.y.z REGISTRY=host/path [SIGN=keyless]; docs/release.md)
+	VERSION=$(VERSION) REGISTRY=$(REGISTRY) SIGN=$(SIGN) HELM="$(HELM)" tools/release/release.sh
+
+release-verify: ## verify a published release as a user would: signatures, SBOMs, provenance, the chart's image pin (make release-verify REGISTRY=host/path VERSION=x.y.z)
+	HELM="$(HELM)" tools/release/verify.sh $(REGISTRY) $(VERSION)
+
+release-check: ## CI: make release into a real registry on loopback, built twice (same digests), verified, and unsigned and tampered copies refused
+	HELM="$(HELM)" tools/release/check.sh
 
 image: ## build the runtime image without a daemon into bin/plantstore-image.tar and verify it
 	VERSION=$(VERSION) REVISION=$(REVISION) tools/image/build.sh

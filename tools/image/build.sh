@@ -101,6 +101,9 @@ debver() { dpkg-deb -f "$1" Version; }
 ca_deb=$(ls "$work"/debs/ca-certificates_*.deb)
 tz_deb=$(ls "$work"/debs/tzdata_*.deb)
 echo "ca-certificates $(debver "$ca_deb"), tzdata $(debver "$tz_deb")"
+for deb in "$ca_deb" "$tz_deb"; do
+  echo "deb $(dpkg-deb -f "$deb" Package) $(debver "$deb") sha256:$(sha256sum "$deb" | cut -d' ' -f1)"
+done
 
 step "assembling the distroless-static-nonroot-equivalent base layer"
 base="$work/base"
