@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -202,7 +203,11 @@ func contract(t *testing.T, s *service, redis goredis.UniversalClient) {
 		if r.Status != 200 || r.Header.Get("Content-Type") != "application/yaml" {
 			t.Fatalf("GET /openapi.yaml = %d %q", r.Status, r.Header.Get("Content-Type"))
 		}
-		if !strings.Contains(string(r.Body), "version: 1.1.0") || !strings.Contains(string(r.Body), "/plants:") {
+		release, err := os.ReadFile("../../VERSION")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(r.Body), "version: "+strings.TrimSpace(string(release))) || !strings.Contains(string(r.Body), "/plants:") {
 			t.Fatalf("not the OpenAPI document: %.200s", r.Body)
 		}
 	})
