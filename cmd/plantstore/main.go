@@ -64,9 +64,11 @@ func main() {
 	os.Exit(sig.ExitCode)
 }
 
-// migrateStore runs `plantstore migrate-store [flags]`: it moves the plants
-// version 1.0.0 stored in Redis to the 1.1.0 layout (docs/storage.md), with
-// the service's own flags and environment.
+// migrateStore runs `plantstore migrate-store [--settle DURATION] [flags]`:
+// it moves the plants version 1.0.0 stored in Redis to the 1.1.0 layout
+// (docs/storage.md), with the service's own flags and environment; with
+// --settle it repeats until no 1.0.0 key has appeared for that long (the
+// chart's hook Job). SIGINT or SIGTERM stops it (exit 1).
 func migrateStore(args []string) {
 	cfg, err := config.ParseMigrate(args, os.Stderr)
 	switch {
@@ -78,7 +80,7 @@ func migrateStore(args []string) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := store.RunMigration(ctx, cfg.Redis, os.Stdout); err != nil {
+	if err := store.RunMigration(ctx, cfg.Redis, cfg.Migration, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "plantstore migrate-store: %v\n", err)
 		os.Exit(1)
 	}

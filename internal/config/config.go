@@ -53,6 +53,15 @@ type Config struct {
 // Parse reads the configuration from args and the environment. Help goes to
 // out; it returns flag.ErrHelp after printing it.
 func Parse(args []string, out io.Writer) (Config, error) {
+	return parseWith(args, out, serviceUsage, nil)
+}
+
+// serviceUsage heads the help of the service.
+const serviceUsage = "Usage: plantstore [flags]\n\nThe plant store HTTP service. Every flag can also be set by the environment\nvariable shown; a flag given on the command line wins.\n"
+
+// parseWith is Parse with the help's head and extra flags of a subcommand
+// (added after the service's, so a subcommand's help lists them too).
+func parseWith(args []string, out io.Writer, head string, extra func(*flag.FlagSet)) (Config, error) {
 	var c Config
 	fs := flag.NewFlagSet("plantstore", flag.ContinueOnError)
 	fs.SetOutput(out)
@@ -123,15 +132,23 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	fs.BoolVar(&c.Server.Pprof, "pprof", false, "serve /debug/pprof on the admin listener, with mutex and block profiling on")
 	fs.IntVar(&c.GC.HeapFloorMiB, "gc-heap-floor-mib", gctune.DefaultHeapFloorMiB, "heap size, in MiB, below which the Go garbage collector does not run; above it GOGC applies as usual (0: GOGC alone)")
 
-	fs.Usage = func() { usage(fs) }
+	if extra != nil {
+		extra(fs)
+	}
+	fs.Usage = func() { usage(fs, head) }
 	// --version is a command, not configuration: only the command line may
 	// ask for it, never a stray PLANTSTORE_VERSION in a pod's environment
 	// (whatever its value: "1.4.0" must not stop the service from starting).
+	// A flag whose variable is named otherwise (ownEnvDuration) ignores
+	// PLANTSTORE_<FLAG> the same way, and reads its own variable after.
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
-	version.frozen = true
+	freeze(fs)
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix(EnvPrefix)); err != nil {
+		return Config{}, err
+	}
+	if err := fromOwnEnv(fs); err != nil {
 		return Config{}, err
 	}
 	if fs.NArg() > 0 {
@@ -170,13 +187,38 @@ func Parse(args []string, out io.Writer) (Config, error) {
 	return c, c.Validate()
 }
 
+// Migrate is the configuration of `plantstore migrate-store`.
+type Migrate struct {
+	// Config: the service's flags and environment, of which the command
+	// uses the Redis options.
+	Config
+	// Migration: --settle (PLANTSTORE_MIGRATE_SETTLE), which only the
+	// command has.
+	Migration store.MigrationOptions
+}
+
+// EnvMigrateSettle is the variable of migrate-store's --settle: not
+// PLANTSTORE_SETTLE, which would read as a setting of the service.
+const EnvMigrateSettle = "PLANTSTORE_MIGRATE_SETTLE"
+
+// migrateUsage heads the help of migrate-store.
+const migrateUsage = "Usage: plantstore migrate-store [flags]\n\nMoves the plants version 1.0.0 stored in Redis to the 1.1.0 layout\n(docs/storage.md). It takes the service's flags, of which it uses the Redis\noptions, and --settle. Every flag can also be set by the environment\nvariable shown; a flag given on the command line wins.\n"
+
 // ParseMigrate reads the configuration of `plantstore migrate-store`: the
-// service's flags and environment, of which it uses the Redis options; it
-// needs no API tokens.
-func ParseMigrate(args []string, out io.Writer) (Config, error) {
-	c, err := Parse(append([]string{"--dev"}, args...), out)
+// service's flags and environment, of which it uses the Redis options (it
+// needs no API tokens), and --settle.
+func ParseMigrate(args []string, out io.Writer) (Migrate, error) {
+	var m Migrate
+	settle := &ownEnvDuration{p: &m.Migration.Settle, env: EnvMigrateSettle}
+	c, err := parseWith(append([]string{"--dev"}, args...), out, migrateUsage, func(fs *flag.FlagSet) {
+		fs.Var(settle, "settle", "repeat the migration, a pass a second, until no pass has found a 1.0.0 key for this long (above the 1.0.0 pods' termination grace period while they may still run); 0: one pass")
+	})
 	c.Dev, c.Auth.Dev = false, false
-	return c, err
+	m.Config = c
+	if err == nil && m.Migration.Settle < 0 {
+		err = fmt.Errorf("--settle must not be negative, got %v", m.Migration.Settle)
+	}
+	return m, err
 }
 
 // Validate checks the options together; each message names the option.
@@ -317,13 +359,16 @@ func secret(flagName, file, env string) (string, error) {
 	}
 }
 
-func usage(fs *flag.FlagSet) {
+func usage(fs *flag.FlagSet, head string) {
 	w := fs.Output()
-	fmt.Fprintf(w, "Usage: plantstore [flags]\n\nThe plant store HTTP service. Every flag can also be set by the environment\nvariable shown; a flag given on the command line wins.\n\nFlags:\n")
+	fmt.Fprintf(w, "%s\nFlags:\n", head)
 	fs.VisitAll(func(f *flag.Flag) {
 		env := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if _, ok := f.Value.(*commandLineBool); ok {
+		switch v := f.Value.(type) {
+		case *commandLineBool:
 			env = "command line only"
+		case *ownEnvDuration:
+			env = v.env
 		}
 		def := f.DefValue
 		if def == "" {
@@ -342,6 +387,8 @@ type commandLineBool struct {
 	p      *bool
 	frozen bool
 }
+
+func (b *commandLineBool) freeze() { b.frozen = true }
 
 func (b *commandLineBool) Set(s string) error {
 	if b.frozen {
@@ -363,3 +410,68 @@ func (b *commandLineBool) String() string {
 }
 
 func (b *commandLineBool) IsBoolFlag() bool { return true }
+
+// ownEnvDuration is a duration flag whose environment variable is named
+// env, not after the flag: frozen once the command line is parsed, it
+// ignores ff's PLANTSTORE_<FLAG>, and fromOwnEnv then reads env unless the
+// command line set it.
+type ownEnvDuration struct {
+	p      *time.Duration
+	env    string
+	frozen bool
+	set    bool
+}
+
+func (d *ownEnvDuration) freeze() { d.frozen = true }
+
+func (d *ownEnvDuration) Set(s string) error {
+	if d.frozen {
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("parse error")
+	}
+	*d.p, d.set = v, true
+	return nil
+}
+
+func (d *ownEnvDuration) String() string {
+	if d == nil || d.p == nil {
+		return "0s"
+	}
+	return d.p.String()
+}
+
+// freeze makes the command-line-only values (and those with variables of
+// their own) ignore every later Set: the environment's, through ff.
+func freeze(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if v, ok := f.Value.(interface{ freeze() }); ok {
+			v.freeze()
+		}
+	})
+}
+
+// fromOwnEnv sets each ownEnvDuration the command line left alone from its
+// variable.
+func fromOwnEnv(fs *flag.FlagSet) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		d, ok := f.Value.(*ownEnvDuration)
+		if !ok || d.set {
+			return
+		}
+		s, ok := os.LookupEnv(d.env)
+		if !ok || s == "" {
+			return
+		}
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("invalid value %q for environment variable %s: %w", s, d.env, err))
+			return
+		}
+		*d.p = v
+	})
+	return errors.Join(errs...)
+}

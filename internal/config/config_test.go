@@ -813,3 +813,85 @@ func TestRateLimitOptions(t *testing.T) {
 		t.Errorf("RedisAddrs = %q", c.RateLimit.RedisAddrs)
 	}
 }
+
+// TestParseMigrate: migrate-store's --settle, from the command line or
+// PLANTSTORE_MIGRATE_SETTLE (the flag wins), never from PLANTSTORE_SETTLE;
+// the service itself has no --settle; the command's help lists it.
+func TestParseMigrate(t *testing.T) {
+	migrate := func(args ...string) (Migrate, string, error) {
+		t.Helper()
+		var out bytes.Buffer
+		m, err := ParseMigrate(args, &out)
+		return m, out.String(), err
+	}
+	cases := []struct {
+		env  map[string]string
+		args []string
+		want time.Duration
+	}{
+		{nil, nil, 0},
+		{nil, []string{"--settle", "35s"}, 35 * time.Second},
+		{nil, []string{"--settle=1m30s", "--redis-addr", "r:6379"}, 90 * time.Second},
+		{map[string]string{EnvMigrateSettle: "10s"}, nil, 10 * time.Second},
+		{map[string]string{EnvMigrateSettle: "10s"}, []string{"--settle", "0s"}, 0},
+		{map[string]string{"PLANTSTORE_SETTLE": "10s"}, nil, 0},
+		{map[string]string{"PLANTSTORE_SETTLE": "not a duration"}, []string{"--settle", "2s"}, 2 * time.Second},
+	}
+	for _, tc := range cases {
+		cleanEnv(t)
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		m, out, err := migrate(tc.args...)
+		if err != nil {
+			t.Fatalf("env %v, args %q: %v\n%s", tc.env, tc.args, err, out)
+		}
+		if m.Migration.Settle != tc.want {
+			t.Errorf("env %v, args %q: Settle = %v, want %v", tc.env, tc.args, m.Migration.Settle, tc.want)
+		}
+		if m.Dev || m.Auth.Dev {
+			t.Errorf("env %v, args %q: migrate-store runs with --dev on", tc.env, tc.args)
+		}
+	}
+
+	cleanEnv(t)
+	t.Setenv("PLANTSTORE_REDIS_ADDR", "a:6379,b:6379")
+	if m, _, err := migrate("--settle", "5s"); err != nil || !reflect.DeepEqual(m.Redis.Addrs, []string{"a:6379", "b:6379"}) {
+		t.Errorf("the service's Redis environment: %q, %v", m.Redis.Addrs, err)
+	}
+
+	for _, bad := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", []string{"--settle", "-1s"}, "--settle must not be negative"},
+		{"", []string{"--settle", "soon"}, "invalid value"},
+		{"soon", nil, EnvMigrateSettle},
+	} {
+		cleanEnv(t)
+		if bad.env != "" {
+			t.Setenv(EnvMigrateSettle, bad.env)
+		}
+		if _, out, err := migrate(bad.args...); err == nil || !strings.Contains(err.Error()+out, bad.want) {
+			t.Errorf("env %q, args %q: %v, want an error with %q", bad.env, bad.args, err, bad.want)
+		}
+	}
+
+	cleanEnv(t)
+	if _, _, err := parse(t, "--dev", "--settle", "5s"); err == nil {
+		t.Error("the service accepted --settle, a flag of migrate-store only")
+	}
+	_, out, err := migrate("--help")
+	if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(out, "Usage: plantstore migrate-store [flags]") {
+		t.Fatalf("migrate-store --help: %v\n%s", err, out)
+	}
+	for _, want := range []string{"  --settle (PLANTSTORE_MIGRATE_SETTLE, default 0s)\n", "  --redis-addr (PLANTSTORE_REDIS_ADDR, default \"\")\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("migrate-store help lacks %q:\n%s", want, out)
+		}
+	}
+	if _, out, _ := parse(t, "--help"); strings.Contains(out, "--settle") || strings.Contains(out, EnvMigrateSettle) {
+		t.Error("the service's help lists --settle")
+	}
+}

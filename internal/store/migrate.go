@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -31,8 +32,8 @@ type MigrationResult struct {
 // then its 1.0.0 key is deleted. 1.0.0 never changed or deleted a plant, so
 // copying then deleting loses nothing, and a re-run after an interruption
 // finishes the job. It scans every master with SCAN (never KEYS), once; plants
-// that 1.0.0 replicas still write while it runs are moved by running it again
-// once they are gone (docs/storage.md).
+// that 1.0.0 replicas still write while it runs are moved by the next pass
+// (SettleLegacy, docs/storage.md).
 func (r *Redis) MigrateLegacy(ctx context.Context) (MigrationResult, error) {
 	var (
 		mu  sync.Mutex
@@ -118,10 +119,114 @@ func legacyID(prefix, key string) (int64, bool) {
 	return id, true
 }
 
-// RunMigration is the command `plantstore migrate-store`: MigrateLegacy on
+// DefaultMigrationPause is the pause between two passes of a settling
+// migration (MigrationOptions.Pause zero).
+const DefaultMigrationPause = time.Second
+
+// MigrationOptions tune RunMigration and SettleLegacy.
+type MigrationOptions struct {
+	// Settle zero: one pass of MigrateLegacy, the whole job. Otherwise passes
+	// repeat, Pause apart, until the migration has settled: a pass that saw
+	// no 1.0.0 key, other than ids an earlier pass already reported as
+	// conflicts, started at least Settle after the start of the first of an
+	// unbroken run of such passes that ends with it (see SettleLegacy).
+	Settle time.Duration
+	// Pause between the end of one pass and the start of the next
+	// (zero: DefaultMigrationPause).
+	Pause time.Duration
+}
+
+// Seen is how many 1.0.0 keys the pass found: moved, already there, or in
+// conflict.
+func (m MigrationResult) Seen() int { return m.Moved + m.Already + len(m.Conflicts) }
+
+// SettleLegacy runs MigrateLegacy until the migration has settled (see
+// MigrationOptions.Settle; with Settle zero, once), calling onPass (if not
+// nil) after each pass with its number (from 1) and its own result. It
+// returns the totals (Conflicts: each id once, in the order first seen) and
+// the number of passes.
+//
+// What a settled migration proves: SCAN returns every key present for the
+// whole scan, and only a migration removes a 1.0.0 key, so a 1.0.0 key
+// written between the start of one pass and the start of the next is seen
+// by the next. When the passes of a run all saw nothing new, no 1.0.0 key
+// was written from the start of the first of them to the start of the last,
+// at least Settle, and every one written before that last start has been
+// moved (or is a reported conflict). A 1.0.0 pod that can still write, for
+// at most its termination grace period after it was told to stop, writes
+// within that window or never: set Settle above the grace period. Keys a
+// pass finds reset the run; so an endless trickle of 1.0.0 writes keeps it
+// going until ctx ends.
+//
+// It stops at once when ctx is done, with ctx's error (and the totals so
+// far); a failed pass ends it with that pass's error.
+func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass func(pass int, res MigrationResult)) (MigrationResult, int, error) {
+	pause := o.Pause
+	if pause <= 0 {
+		pause = DefaultMigrationPause
+	}
+	var (
+		total      MigrationResult
+		conflicted = map[int64]bool{}
+		quietSince time.Time // start of the run of quiet passes; zero: none
+		timer      *time.Timer
+	)
+	for pass := 1; ; pass++ {
+		if err := ctx.Err(); err != nil {
+			return total, pass - 1, err
+		}
+		start := time.Now()
+		res, err := r.MigrateLegacy(ctx)
+		total.Moved += res.Moved
+		total.Already += res.Already
+		quiet := res.Moved == 0 && res.Already == 0
+		for _, id := range res.Conflicts {
+			if !conflicted[id] {
+				conflicted[id] = true
+				total.Conflicts = append(total.Conflicts, id)
+				quiet = false
+			}
+		}
+		if onPass != nil {
+			onPass(pass, res)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return total, pass, err
+		}
+		if o.Settle <= 0 {
+			return total, pass, nil
+		}
+		switch {
+		case !quiet:
+			quietSince = time.Time{}
+		case quietSince.IsZero():
+			quietSince = start
+		}
+		if !quietSince.IsZero() && start.Sub(quietSince) >= o.Settle {
+			return total, pass, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(pause)
+			defer timer.Stop()
+		} else {
+			timer.Reset(pause)
+		}
+		select {
+		case <-ctx.Done():
+			return total, pass, ctx.Err()
+		case <-timer.C:
+		}
+	}
+}
+
+// RunMigration is the command `plantstore migrate-store`: SettleLegacy on
 // the Redis the options name, a report on out, and an error when a plant
-// could not be moved.
-func RunMigration(ctx context.Context, o RedisOptions, out io.Writer) error {
+// could not be moved (a conflict, reported after the migration settled) or
+// the migration was interrupted.
+func RunMigration(ctx context.Context, o RedisOptions, m MigrationOptions, out io.Writer) error {
 	if len(o.Addrs) == 0 {
 		return errors.New("no --redis-addr: the embedded store has nothing to migrate")
 	}
@@ -130,10 +235,33 @@ func RunMigration(ctx context.Context, o RedisOptions, out io.Writer) error {
 		return fmt.Errorf("redis client: %w", err)
 	}
 	defer client.Close()
-	res, err := NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout).MigrateLegacy(ctx)
-	fmt.Fprintf(out, "migrate-store: %d plants moved to the 1.1.0 layout, %d already there, %d conflicts\n",
+	r := NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout)
+	var onPass func(int, MigrationResult)
+	if m.Settle > 0 {
+		// One line per pass that found something: a pass that found nothing
+		// says nothing, so a quiet settle window prints no line a second.
+		onPass = func(pass int, res MigrationResult) {
+			if res.Seen() > 0 {
+				fmt.Fprintf(out, "migrate-store: pass %d: %d moved, %d already there, %d conflicts\n",
+					pass, res.Moved, res.Already, len(res.Conflicts))
+			}
+		}
+	}
+	res, passes, err := r.SettleLegacy(ctx, m, onPass)
+	fmt.Fprintf(out, "migrate-store: %d plants moved to the 1.1.0 layout, %d already there, %d conflicts",
 		res.Moved, res.Already, len(res.Conflicts))
+	if m.Settle > 0 {
+		fmt.Fprintf(out, " (%d passes", passes)
+		if err == nil {
+			fmt.Fprintf(out, "; settled: no new 1.0.0 key for %v", m.Settle)
+		}
+		fmt.Fprint(out, ")")
+	}
+	fmt.Fprintln(out)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted before the migration settled: %w", err)
+		}
 		return err
 	}
 	if len(res.Conflicts) > 0 {

@@ -8,7 +8,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -73,7 +75,7 @@ func TestMigrateLegacy(t *testing.T) {
 
 			var out bytes.Buffer
 			opts.KeyPrefix = "plantstore:"
-			err := store.RunMigration(ctx, opts, &out)
+			err := store.RunMigration(ctx, opts, store.MigrationOptions{}, &out)
 			if err == nil || !strings.Contains(err.Error(), "42") {
 				t.Fatalf("migration with a conflict on 42: %v, want an error naming it", err)
 			}
@@ -128,7 +130,7 @@ func TestMigrateLegacy(t *testing.T) {
 			// Resolved by the operator: the run completes and changes nothing else.
 			client.Del(ctx, store.LegacyPlantKey("plantstore:", 42))
 			out.Reset()
-			if err := store.RunMigration(ctx, opts, &out); err != nil || !strings.Contains(out.String(), "0 plants moved") {
+			if err := store.RunMigration(ctx, opts, store.MigrationOptions{}, &out); err != nil || !strings.Contains(out.String(), "0 plants moved") {
 				t.Fatalf("second run: %v, %q", err, out.String())
 			}
 		})
@@ -138,8 +140,195 @@ func TestMigrateLegacy(t *testing.T) {
 func TestMigrateLegacyUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()
-	err := store.RunMigration(context.Background(), store.RedisOptions{Addrs: []string{srv.Addr}, KeyPrefix: "plantstore:"}, &bytes.Buffer{})
+	err := store.RunMigration(context.Background(), store.RedisOptions{Addrs: []string{srv.Addr}, KeyPrefix: "plantstore:"}, store.MigrationOptions{}, &bytes.Buffer{})
 	if !errors.Is(err, plant.ErrUnavailable) {
 		t.Fatalf("migration with Redis down: %v, want ErrUnavailable", err)
+	}
+}
+
+// legacyKeys counts the 1.0.0 keys left under the test's prefix.
+func legacyKeys(t *testing.T, client redis.UniversalClient) int {
+	t.Helper()
+	keys, err := client.Keys(context.Background(), "plantstore:plant:{*}").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(keys)
+}
+
+// TestMigrateSettle: with --settle, plants a 1.0.0 replica keeps writing
+// while the migration runs are all moved before it returns, and it returns
+// only once no 1.0.0 key appeared for the settle time.
+func TestMigrateSettle(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	client.FlushAll(context.Background())
+	opts := store.RedisOptions{Addrs: []string{srv.Addr}, KeyPrefix: "plantstore:"}
+	writeLegacy(t, client, map[int64]string{-1: `{"name":"before"}`, 1 << 60: `{"name":"before"}`})
+
+	// The 1.0.0 replica: a plant every 5 ms for 600 ms, then gone.
+	const writing, settle = 600 * time.Millisecond, time.Second
+	var written []int64
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		for i := int64(0); time.Since(start) < writing; i++ {
+			id := 1000 + i
+			if err := client.SetNX(context.Background(), store.LegacyPlantKey("plantstore:", id), fmt.Sprintf(`{"name":"w%d"}`, i), 0).Err(); err != nil {
+				t.Error(err)
+				return
+			}
+			written = append(written, id)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+
+	var out bytes.Buffer
+	err := store.RunMigration(context.Background(), opts, store.MigrationOptions{Settle: settle, Pause: 20 * time.Millisecond}, &out)
+	elapsed := time.Since(start)
+	if err != nil {
+		t.Fatalf("settling migration: %v\n%s", err, out.String())
+	}
+	select {
+	case <-done:
+	default:
+		t.Fatalf("the migration settled after %v while the 1.0.0 writer was still writing:\n%s", elapsed, out.String())
+	}
+	if elapsed < writing+settle {
+		t.Errorf("returned after %v, before the writer's %v plus the settle time %v", elapsed, writing, settle)
+	}
+	if n := legacyKeys(t, client); n != 0 {
+		t.Fatalf("%d 1.0.0 keys left:\n%s", n, out.String())
+	}
+	r := store.NewRedis(client, "plantstore:")
+	for _, id := range append(written, -1, 1<<60) {
+		if _, err := r.Get(context.Background(), id); err != nil {
+			t.Fatalf("Get(%d) after the migration: %v", id, err)
+		}
+	}
+	report := out.String()
+	if want := fmt.Sprintf("migrate-store: %d plants moved to the 1.1.0 layout, 0 already there, 0 conflicts (", len(written)+2); !strings.Contains(report, want) {
+		t.Errorf("report lacks %q:\n%s", want, report)
+	}
+	if want := "; settled: no new 1.0.0 key for 1s)\n"; !strings.HasSuffix(report, want) {
+		t.Errorf("report does not end with %q:\n%s", want, report)
+	}
+	// Several passes found plants (one line each); the quiet ones printed nothing.
+	if n := strings.Count(report, ": pass "); n < 2 || strings.Contains(report, ": 0 moved, 0 already there, 0 conflicts") {
+		t.Errorf("%d pass lines, want 2 or more, none of an empty pass:\n%s", n, report)
+	}
+	t.Logf("%v, %d plants written meanwhile:\n%s", elapsed, len(written), report)
+}
+
+// TestMigrateSettleZero: without --settle, one pass, whatever is written
+// after it, and today's one-line report.
+func TestMigrateSettleZero(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	client.FlushAll(context.Background())
+	writeLegacy(t, client, map[int64]string{1: `{"name":"a"}`, 2: `{"name":"b"}`})
+	passes := 0
+	r := store.NewRedis(client, "plantstore:")
+	start := time.Now()
+	res, n, err := r.SettleLegacy(context.Background(), store.MigrationOptions{Pause: time.Hour}, func(int, store.MigrationResult) {
+		passes++
+		writeLegacy(t, client, map[int64]string{3: `{"name":"after the pass"}`})
+	})
+	if err != nil || n != 1 || passes != 1 || res.Moved != 2 || time.Since(start) > 10*time.Second {
+		t.Fatalf("SettleLegacy with Settle 0: %+v, %d passes (%d calls), %v, after %v; want 2 moved in one pass at once", res, n, passes, err, time.Since(start))
+	}
+	if n := legacyKeys(t, client); n != 1 {
+		t.Fatalf("%d 1.0.0 keys left, want the one written after the only pass", n)
+	}
+	var out bytes.Buffer
+	opts := store.RedisOptions{Addrs: []string{srv.Addr}, KeyPrefix: "plantstore:"}
+	if err := store.RunMigration(context.Background(), opts, store.MigrationOptions{}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if want := "migrate-store: 1 plants moved to the 1.1.0 layout, 0 already there, 0 conflicts\n"; out.String() != want {
+		t.Fatalf("report %q, want %q", out.String(), want)
+	}
+}
+
+// TestMigrateSettleConflict: a conflict does not keep the migration from
+// settling (it is counted once), the other plants are moved, and the
+// command then fails naming it, its 1.0.0 key kept.
+func TestMigrateSettleConflict(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	client.FlushAll(context.Background())
+	r := store.NewRedis(client, "plantstore:")
+	if _, _, err := r.Create(context.Background(), plant.Plant{ID: 42, Name: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	writeLegacy(t, client, map[int64]string{42: `{"name":"old"}`, 7: `{"name":"seven"}`})
+	var out bytes.Buffer
+	opts := store.RedisOptions{Addrs: []string{srv.Addr}, KeyPrefix: "plantstore:"}
+	start := time.Now()
+	err := store.RunMigration(context.Background(), opts, store.MigrationOptions{Settle: 300 * time.Millisecond, Pause: 20 * time.Millisecond}, &out)
+	if err == nil || !strings.Contains(err.Error(), "42") {
+		t.Fatalf("settling migration with a conflict on 42: %v, want an error naming it\n%s", err, out.String())
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("took %v to settle", time.Since(start))
+	}
+	if want := "1 plants moved to the 1.1.0 layout, 0 already there, 1 conflicts ("; !strings.Contains(out.String(), want) {
+		t.Fatalf("report %q, want %q", out.String(), want)
+	}
+	if n, _ := client.Exists(context.Background(), store.LegacyPlantKey("plantstore:", 42)).Result(); n != 1 {
+		t.Fatal("the conflicting 1.0.0 key was removed")
+	}
+	if p, err := r.Get(context.Background(), 42); err != nil || p.Name != "new" {
+		t.Fatalf("Get(42) = %+v, %v; the 1.1.0 plant must stay", p, err)
+	}
+	if _, err := r.Get(context.Background(), 7); err != nil {
+		t.Fatalf("Get(7): %v", err)
+	}
+}
+
+// TestMigrateSettleCancel: a cancelled settling migration (SIGTERM) returns
+// at once with the context's error, while 1.0.0 keys keep appearing or not.
+func TestMigrateSettleCancel(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	client.FlushAll(context.Background())
+	opts := store.RedisOptions{Addrs: []string{srv.Addr}, KeyPrefix: "plantstore:"}
+	for _, writer := range []bool{false, true} {
+		t.Run(fmt.Sprintf("writer=%v", writer), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			if writer {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := int64(0); ; i++ {
+						select {
+						case <-stop:
+							return
+						case <-time.After(2 * time.Millisecond):
+						}
+						client.SetNX(context.Background(), store.LegacyPlantKey("plantstore:", i), `{"name":"x"}`, 0)
+					}
+				}()
+			}
+			time.AfterFunc(300*time.Millisecond, cancel)
+			var out bytes.Buffer
+			start := time.Now()
+			err := store.RunMigration(ctx, opts, store.MigrationOptions{Settle: time.Hour, Pause: 50 * time.Millisecond}, &out)
+			elapsed := time.Since(start)
+			close(stop)
+			wg.Wait()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cancelled migration: %v, want context.Canceled\n%s", err, out.String())
+			}
+			if elapsed > 5*time.Second {
+				t.Fatalf("returned %v after the start, long after the cancellation at 300ms", elapsed)
+			}
+			if !strings.Contains(out.String(), "plants moved to the 1.1.0 layout") || strings.Contains(out.String(), "settled") {
+				t.Fatalf("report of an interrupted migration: %q", out.String())
+			}
+		})
 	}
 }
