@@ -214,6 +214,120 @@ app.kubernetes.io/component: redis
 {{- end }}
 
 {{/*
+The Redis environment of the service (PLANTSTORE_REDIS_*), the same for the API pods and the migration
+Job: EnvVar items at column 0, for nindent. With the embedded store, only an empty PLANTSTORE_REDIS_ADDR.
+*/}}
+{{- define "plantstore.redisEnv" -}}
+{{- $store := include "plantstore.store" . }}
+{{- $ext := .Values.externalRedis }}
+{{- if eq $store "redis" -}}
+# The chart's Redis, through its headless Service.
+- name: PLANTSTORE_REDIS_ADDR
+  value: {{ printf "%s:6379" (include "plantstore.redis.fullname" .) | quote }}
+- name: PLANTSTORE_REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "plantstore.redis.secretName" . }}
+      key: {{ include "plantstore.redis.secretKey" . }}
+{{- else if eq $store "external" -}}
+- name: PLANTSTORE_REDIS_ADDR
+  value: {{ join "," $ext.addresses | quote }}
+{{- with $ext.masterName }}
+- name: PLANTSTORE_REDIS_MASTER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- if $ext.cluster }}
+- name: PLANTSTORE_REDIS_CLUSTER
+  value: "true"
+{{- end }}
+{{- with $ext.username }}
+- name: PLANTSTORE_REDIS_USERNAME
+  value: {{ . | quote }}
+{{- end }}
+{{- if $ext.existingSecret }}
+- name: PLANTSTORE_REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $ext.existingSecret }}
+      key: {{ $ext.existingSecretKey }}
+{{- end }}
+{{- with $ext.sentinel.username }}
+- name: PLANTSTORE_REDIS_SENTINEL_USERNAME
+  value: {{ . | quote }}
+{{- end }}
+{{- if $ext.sentinel.existingSecret }}
+- name: PLANTSTORE_REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ $ext.sentinel.existingSecret }}
+      key: {{ $ext.sentinel.existingSecretKey }}
+{{- end }}
+{{- if $ext.tls.enabled }}
+- name: PLANTSTORE_REDIS_TLS
+  value: "true"
+{{- with $ext.tls.serverName }}
+- name: PLANTSTORE_REDIS_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- if $ext.tls.caSecret }}
+- name: PLANTSTORE_REDIS_TLS_CA_FILE
+  value: /etc/plantstore/redis-ca/ca.crt
+{{- end }}
+{{- end }}
+{{- else -}}
+# allowEmbeddedStore: no Redis address selects the in-memory store (not durable).
+- name: PLANTSTORE_REDIS_ADDR
+  value: ""
+{{- end }}
+{{- if ne $store "embedded" }}
+- name: PLANTSTORE_REDIS_KEY_PREFIX
+  value: {{ .Values.config.redis.keyPrefix | quote }}
+{{- if not (include "plantstore.externalRedis.isCluster" .) }}
+- name: PLANTSTORE_REDIS_DB
+  value: {{ .Values.config.redis.db | int | quote }}
+{{- end }}
+- name: PLANTSTORE_REDIS_POOL_SIZE
+  value: {{ .Values.config.redis.poolSize | int | quote }}
+- name: PLANTSTORE_REDIS_BATCH
+  value: {{ .Values.config.redis.batch | quote }}
+- name: PLANTSTORE_REDIS_MAX_RETRIES
+  value: {{ .Values.config.redis.maxRetries | int | quote }}
+- name: PLANTSTORE_REDIS_DIAL_TIMEOUT
+  value: {{ .Values.config.redis.dialTimeout | quote }}
+- name: PLANTSTORE_REDIS_READ_TIMEOUT
+  value: {{ .Values.config.redis.readTimeout | quote }}
+- name: PLANTSTORE_REDIS_WRITE_TIMEOUT
+  value: {{ .Values.config.redis.writeTimeout | quote }}
+- name: PLANTSTORE_REDIS_MIN_REPLICA_ACKS
+  value: {{ .Values.config.redis.minReplicaAcks | int | quote }}
+- name: PLANTSTORE_REDIS_REPLICA_ACK_TIMEOUT
+  value: {{ .Values.config.redis.replicaAckTimeout | quote }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the pods mount the external Redis's CA bundle (externalRedis.tls.caSecret). */}}
+{{- define "plantstore.redisCA.enabled" -}}
+{{- $ext := .Values.externalRedis }}
+{{- if and (eq (include "plantstore.store" .) "external") $ext.tls.enabled $ext.tls.caSecret }}true{{ end }}
+{{- end }}
+
+{{/* The volumeMount and the volume of that CA bundle (PLANTSTORE_REDIS_TLS_CA_FILE), for nindent. */}}
+{{- define "plantstore.redisCA.volumeMount" -}}
+- name: redis-ca
+  mountPath: /etc/plantstore/redis-ca
+  readOnly: true
+{{- end }}
+
+{{- define "plantstore.redisCA.volume" -}}
+- name: redis-ca
+  secret:
+    secretName: {{ .Values.externalRedis.tls.caSecret }}
+    items:
+      - key: {{ .Values.externalRedis.tls.caSecretKey }}
+        path: ca.crt
+{{- end }}
+
+{{/*
 Rejects the values with a message (call with the message). `fail` stops `helm template` and
 `helm install`; under `helm lint` it only logs, so the include of a template that cannot exist,
 named after the message, makes lint fail with the same message.
