@@ -305,6 +305,88 @@ Job: EnvVar items at column 0, for nindent. With the embedded store, only an emp
 {{- end }}
 {{- end }}
 
+{{/*
+NetworkPolicy egress rules to DNS and to the store (the chart's Redis, or networkPolicy.egress.externalRedis),
+the same for the API pods and the migration Job: NetworkPolicyEgressRule items at column 0, for nindent.
+*/}}
+{{- define "plantstore.networkPolicy.storeEgress" -}}
+{{- $np := .Values.networkPolicy }}
+{{- $store := include "plantstore.store" . -}}
+- to:
+    - namespaceSelector:
+        {{- toYaml $np.egress.dns.namespaceSelector | nindent 8 }}
+      {{- with $np.egress.dns.podSelector }}
+      podSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+  ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
+{{- if eq $store "redis" }}
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "plantstore.redis.selectorLabels" . | nindent 10 }}
+  ports:
+    - port: 6379
+      protocol: TCP
+{{- else if eq $store "external" }}
+{{- $ext := $np.egress.externalRedis }}
+- ports:
+    {{- range $ext.ports }}
+    - port: {{ . }}
+      protocol: TCP
+    {{- end }}
+  {{- if or $ext.cidrs $ext.to }}
+  to:
+    {{- range $ext.cidrs }}
+    - ipBlock:
+        cidr: {{ . }}
+    {{- end }}
+    {{- with $ext.to }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The migration Job (templates/migrate-job.yaml): a post-install and post-upgrade hook running
+`plantstore migrate-store --settle <settle>`, rendered when migration.enabled and the store is Redis (the
+embedded store has no 1.0.0 keys).
+*/}}
+{{- define "plantstore.migration.enabled" -}}
+{{- if and .Values.migration.enabled (ne (include "plantstore.store" .) "embedded") }}true{{ end }}
+{{- end }}
+
+{{- define "plantstore.migration.fullname" -}}
+{{- printf "%s-migrate" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "plantstore.migration.labels" -}}
+{{ include "plantstore.commonLabels" . }}
+app.kubernetes.io/component: migrate
+{{- end }}
+
+{{- define "plantstore.migration.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "plantstore.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: migrate
+{{- end }}
+
+{{/*
+The Job's --settle: migration.settle, or by default terminationGracePeriodSeconds + 5s on an upgrade (the
+last 1.0.0 pod may write until its grace period ends) and 0s (one pass) on an install.
+*/}}
+{{- define "plantstore.migration.settle" -}}
+{{- if .Values.migration.settle }}{{ .Values.migration.settle }}
+{{- else if .Release.IsUpgrade }}{{ add (int .Values.terminationGracePeriodSeconds) 5 }}s
+{{- else }}0s
+{{- end }}
+{{- end }}
+
 {{/* Whether the pods mount the external Redis's CA bundle (externalRedis.tls.caSecret). */}}
 {{- define "plantstore.redisCA.enabled" -}}
 {{- $ext := .Values.externalRedis }}
@@ -399,6 +481,13 @@ fails with the same clear message.
 {{- $grace := mulf (int $v.terminationGracePeriodSeconds) 1000.0 }}
 {{- if le $grace (addf $delay $timeout) }}
 {{- include "plantstore.fail" (printf "terminationGracePeriodSeconds (%ds) must be greater than config.shutdownDelay (%s) + config.shutdownTimeout (%s): otherwise Kubernetes kills the pod before in-flight requests finish" (int $v.terminationGracePeriodSeconds) $v.config.shutdownDelay $v.config.shutdownTimeout) }}
+{{- end }}
+{{- /* the migration Job: its settle time must fit in its deadline */}}
+{{- if include "plantstore.migration.enabled" . }}
+{{- $settle := include "plantstore.migration.settle" . }}
+{{- if ge (include "plantstore.durationMs" $settle | float64) (mulf (int $v.migration.activeDeadlineSeconds) 1000.0) }}
+{{- include "plantstore.fail" (printf "migration.activeDeadlineSeconds (%ds) must exceed the migration's settle time (%s, migration.settle or terminationGracePeriodSeconds + 5s): otherwise the Job is killed before it can succeed" (int $v.migration.activeDeadlineSeconds) $settle) }}
+{{- end }}
 {{- end }}
 {{- /* scaling */}}
 {{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) }}
