@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -142,9 +143,9 @@ func (m MigrationResult) Seen() int { return m.Moved + m.Already + len(m.Conflic
 
 // SettleLegacy runs MigrateLegacy until the migration has settled (see
 // MigrationOptions.Settle; with Settle zero, once), calling onPass (if not
-// nil) after each pass with its number (from 1) and its own result. It
-// returns the totals (Conflicts: each id once, in the order first seen) and
-// the number of passes.
+// nil) after each pass with its number (from 1), its own result and error.
+// It returns the totals (Conflicts: each id once, in the order first seen)
+// and the number of passes.
 //
 // What a settled migration proves: SCAN returns every key present for the
 // whole scan, and only a migration removes a 1.0.0 key, so a 1.0.0 key
@@ -159,8 +160,12 @@ func (m MigrationResult) Seen() int { return m.Moved + m.Already + len(m.Conflic
 // going until ctx ends.
 //
 // It stops at once when ctx is done, with ctx's error (and the totals so
-// far); a failed pass ends it with that pass's error.
-func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass func(pass int, res MigrationResult)) (MigrationResult, int, error) {
+// far). A pass that fails because the store is unavailable
+// (plant.ErrUnavailable: Redis restarting, a failover) is not quiet, and
+// while settling the next pass follows after the pause, so a Redis restart
+// during the rollout costs the settle time again rather than the run;
+// any other failed pass, or any with Settle zero, ends it with its error.
+func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass func(pass int, res MigrationResult, err error)) (MigrationResult, int, error) {
 	pause := o.Pause
 	if pause <= 0 {
 		pause = DefaultMigrationPause
@@ -187,20 +192,22 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 				quiet = false
 			}
 		}
+		if err != nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		if onPass != nil {
-			onPass(pass, res)
+			onPass(pass, res, err)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				err = ctx.Err()
-			}
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return total, pass, ctx.Err()
+		case err != nil && (o.Settle <= 0 || !errors.Is(err, plant.ErrUnavailable)):
 			return total, pass, err
-		}
-		if o.Settle <= 0 {
+		case o.Settle <= 0:
 			return total, pass, nil
 		}
 		switch {
-		case !quiet:
+		case !quiet || err != nil:
 			quietSince = time.Time{}
 		case quietSince.IsZero():
 			quietSince = start
@@ -236,14 +243,19 @@ func RunMigration(ctx context.Context, o RedisOptions, m MigrationOptions, out i
 	}
 	defer client.Close()
 	r := NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout)
-	var onPass func(int, MigrationResult)
+	var onPass func(int, MigrationResult, error)
 	if m.Settle > 0 {
-		// One line per pass that found something: a pass that found nothing
-		// says nothing, so a quiet settle window prints no line a second.
-		onPass = func(pass int, res MigrationResult) {
-			if res.Seen() > 0 {
-				fmt.Fprintf(out, "migrate-store: pass %d: %d moved, %d already there, %d conflicts\n",
+		// One line per pass that found something or failed: a pass that
+		// found nothing says nothing, so a quiet settle window prints no line
+		// a second.
+		onPass = func(pass int, res MigrationResult, err error) {
+			if res.Seen() > 0 || err != nil {
+				fmt.Fprintf(out, "migrate-store: pass %d: %d moved, %d already there, %d conflicts",
 					pass, res.Moved, res.Already, len(res.Conflicts))
+				if errors.Is(err, plant.ErrUnavailable) && ctx.Err() == nil {
+					fmt.Fprintf(out, "; failed, again in %v: %v", cmp.Or(m.Pause, DefaultMigrationPause), err)
+				}
+				fmt.Fprintln(out)
 			}
 		}
 	}

@@ -231,7 +231,7 @@ func TestMigrateSettleZero(t *testing.T) {
 	passes := 0
 	r := store.NewRedis(client, "plantstore:")
 	start := time.Now()
-	res, n, err := r.SettleLegacy(context.Background(), store.MigrationOptions{Pause: time.Hour}, func(int, store.MigrationResult) {
+	res, n, err := r.SettleLegacy(context.Background(), store.MigrationOptions{Pause: time.Hour}, func(int, store.MigrationResult, error) {
 		passes++
 		writeLegacy(t, client, map[int64]string{3: `{"name":"after the pass"}`})
 	})
@@ -330,5 +330,37 @@ func TestMigrateSettleCancel(t *testing.T) {
 				t.Fatalf("report of an interrupted migration: %q", out.String())
 			}
 		})
+	}
+}
+
+// TestMigrateSettleRedisRestart: while settling, a pass that finds Redis
+// down is retried after the pause (and restarts the settle time); the
+// plants written once it is back are moved.
+func TestMigrateSettleRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Client().FlushAll(context.Background())
+	opts := store.RedisOptions{Addrs: []string{srv.Addr}, KeyPrefix: "plantstore:", MaxRetries: -1, DialTimeout: 200 * time.Millisecond}
+	srv.Stop()
+	var out bytes.Buffer
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		errc <- store.RunMigration(context.Background(), opts, store.MigrationOptions{Settle: 500 * time.Millisecond, Pause: 50 * time.Millisecond}, &out)
+	}()
+	time.Sleep(400 * time.Millisecond)
+	srv.Restart()
+	restarted := time.Since(start)
+	writeLegacy(t, srv.Client(), map[int64]string{5: `{"name":"after the restart"}`})
+	if err := <-errc; err != nil {
+		t.Fatalf("settling migration across a Redis restart: %v\n%s", err, out.String())
+	}
+	if elapsed := time.Since(start); elapsed < restarted+500*time.Millisecond {
+		t.Errorf("settled %v after the start, less than the settle time after Redis came back (%v)", elapsed, restarted)
+	}
+	if !strings.Contains(out.String(), "; failed, again in 50ms: plant store unavailable") || !strings.Contains(out.String(), "migrate-store: 1 plants moved") {
+		t.Fatalf("report %q, want failed passes, then the plant moved", out.String())
+	}
+	if _, err := store.NewRedis(srv.Client(), "plantstore:").Get(context.Background(), 5); err != nil {
+		t.Fatalf("Get(5): %v", err)
 	}
 }
