@@ -175,6 +175,20 @@ back from its Secret on every upgrade, memoised like the generated token.
 app.kubernetes.io/component: redis
 {{- end }}
 
+{{/*
+Labels of the Redis pod template: only stable ones, never helm.sh/chart nor app.kubernetes.io/version
+(plantstore's version, not Redis's). A change of the pod template restarts Redis (with
+redis.updateStrategy.type=RollingUpdate) or leaves the pod on an older revision (OnDelete): a chart
+version bump must do neither.
+*/}}
+{{- define "plantstore.redis.podLabels" -}}
+app.kubernetes.io/name: {{ include "plantstore.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: plantstore
+app.kubernetes.io/component: redis
+{{- end }}
+
 {{- define "plantstore.redis.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "plantstore.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
