@@ -65,18 +65,11 @@ func imageFromArchive(archive, dir string) (v1.Image, error) {
 	if err := untar(archive, dir); err != nil {
 		return nil, err
 	}
-	ii, err := layout.ImageIndexFromPath(dir)
+	root, d, err := soleDescriptor(dir, types.MediaType.IsImage, "image manifest")
 	if err != nil {
 		return nil, err
 	}
-	m, err := ii.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
-	if len(m.Manifests) != 1 || !m.Manifests[0].MediaType.IsImage() {
-		return nil, fmt.Errorf("want one image manifest in index.json, found %d descriptors", len(m.Manifests))
-	}
-	return ii.Image(m.Manifests[0].Digest)
+	return root.Image(d.Digest)
 }
 
 // buildIndex makes an OCI image index of the images, each annotated and
@@ -153,18 +146,28 @@ func runPush(args []string) error {
 
 // indexFromLayout returns the one image index a layout written by index holds.
 func indexFromLayout(dir string) (v1.ImageIndex, error) {
-	root, err := layout.ImageIndexFromPath(dir)
+	root, d, err := soleDescriptor(dir, types.MediaType.IsIndex, "image index")
 	if err != nil {
 		return nil, err
+	}
+	return root.ImageIndex(d.Digest)
+}
+
+// soleDescriptor opens the OCI layout dir, whose index.json must list exactly
+// one descriptor, of the kind that is tells.
+func soleDescriptor(dir string, is func(types.MediaType) bool, kind string) (v1.ImageIndex, v1.Descriptor, error) {
+	root, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, v1.Descriptor{}, err
 	}
 	m, err := root.IndexManifest()
 	if err != nil {
-		return nil, err
+		return nil, v1.Descriptor{}, err
 	}
-	if len(m.Manifests) != 1 || !m.Manifests[0].MediaType.IsIndex() {
-		return nil, fmt.Errorf("%s: want one image index in index.json, found %d descriptors", dir, len(m.Manifests))
+	if len(m.Manifests) != 1 || !is(m.Manifests[0].MediaType) {
+		return nil, v1.Descriptor{}, fmt.Errorf("%s: want one %s in index.json, found %d descriptors", dir, kind, len(m.Manifests))
 	}
-	return root.ImageIndex(m.Manifests[0].Digest)
+	return root, m.Manifests[0], nil
 }
 
 // untar extracts the regular files and directories of an archive into dir,

@@ -153,7 +153,8 @@ esac
 step "SBOMs (CycloneDX, cyclonedx-gomod and the base layer's Debian packages)"
 for arch in $PLATFORMS; do
   sbom=$RELEASE_DIR/sbom-linux-$arch.cdx.json
-  (cd "$SRC" && GOOS=linux GOARCH=$arch CGO_ENABLED=0 "$cyclonedx" app -json -licenses -main cmd/plantstore -output "$sbom.gomod" . 2>"$RELEASE_DIR/sbom-$arch.log")
+  (cd "$SRC" && GOOS=linux GOARCH=$arch CGO_ENABLED=0 "$cyclonedx" app -json -licenses -main cmd/plantstore -output "$sbom.gomod" . 2>"$RELEASE_DIR/sbom-$arch.log") \
+    || { tail -5 "$RELEASE_DIR/sbom-$arch.log"; die "cyclonedx-gomod failed for linux/$arch"; }
   debs=$(sed -n 's/^ca-certificates \(.*\), tzdata \(.*\)$/\1 \2/p' "$RELEASE_DIR/build-$arch.log")
   read -r ca_version tz_version <<<"$debs"
   jq --arg ca "$ca_version" --arg tz "$tz_version" --arg image "$image_ref" --arg arch "$arch" '
