@@ -4,7 +4,7 @@
 # and the Go version, and prints that directory on its last line. validate.sh
 # and cluster.sh share it, so a machine builds each tool once.
 #
-#   tools/k8s/build.sh TOOL...    TOOL: helm kubeconform kubectl kube-apiserver
+#   tools/k8s/build.sh TOOL...    TOOL: helm helm4 kubeconform kubectl kube-apiserver
 #                                 kube-controller-manager kube-scheduler kubelet
 #                                 kube-proxy coredns metrics-server skaffold kube-router
 #                                 prometheus prometheus-operator
@@ -44,9 +44,11 @@ declare -A OWN=(
   [metrics-server]="metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server"
   [skaffold]="skaffold github.com/GoogleContainerTools/skaffold/v2/cmd/skaffold"
   [kube-router]="kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"
+  [helm4]="helm4 helm.sh/helm/v4/cmd/helm cgo -X helm.sh/helm/v4/internal/version.version=v4.3.1"
   [prometheus]="prometheus github.com/prometheus/prometheus/cmd/prometheus static -X github.com/prometheus/common/version.Version=3.5.0"
   [prometheus-operator]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/operator static -X github.com/prometheus/common/version.Version=0.85.0"
   [prometheus-config-reloader]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader static -X github.com/prometheus/common/version.Version=0.85.0"
+  [policy-controller]="policy-controller github.com/sigstore/policy-controller/cmd/webhook"
 )
 key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
 BIN=$CACHE/bin/$key
