@@ -28,8 +28,17 @@
 #   CLUSTER_CACHE   built binaries (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s)
 #   CLUSTER_NETNS   network namespace name (default plantstore-k8s)
 #   CLUSTER_API_PORT  host loopback port of the API server (default 16443)
-# Two clusters with different CLUSTER_DIR, CLUSTER_NETNS and CLUSTER_API_PORT
-# can run side by side: their addresses live in separate namespaces.
+#   CLUSTER_REGISTRY_PORT  loopback port of the node's OCI registry, the same
+#                   number in the namespace and on the host (default 15000)
+# Two clusters with different CLUSTER_DIR, CLUSTER_NETNS, CLUSTER_API_PORT
+# and CLUSTER_REGISTRY_PORT can run side by side: their addresses live in
+# separate namespaces.
+#
+# The node has a real OCI registry (CNCF Distribution, tools/release/go.mod)
+# at 127.0.0.1:$CLUSTER_REGISTRY_PORT, forwarded from the host's loopback so
+# that `make release` pushes to the very name the node pulls from; containerd
+# reaches it through its registry configuration (certs.d/HOST/hosts.toml),
+# and pods pull from it by digest as on any cluster.
 set -euo pipefail
 
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
@@ -39,6 +48,8 @@ DIR=${CLUSTER_DIR:-/tmp/plantstore-cluster}
 CACHE=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s}
 NS=${CLUSTER_NETNS:-plantstore-k8s}
 API_PORT=${CLUSTER_API_PORT:-16443}
+REGISTRY_PORT=${CLUSTER_REGISTRY_PORT:-15000}
+REGISTRY=127.0.0.1:$REGISTRY_PORT
 export GOWORK=off
 
 # The node's addresses, all inside the namespace.
@@ -77,12 +88,14 @@ install_packages() {
 build() {
   install_packages
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kube-apiserver kube-controller-manager kube-scheduler \
-    kubelet kube-proxy kubectl helm coredns metrics-server kube-router | tail -n 1)
+    kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
   # Prometheus and the Prometheus Operator, for the images of the Prometheus
   # scenario (cluster-test.d/60-prometheus.sh); the same cache directory.
   K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader >/dev/null
   (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-testenv ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-otlp-sink)
+  # The node's registry, from the release tools' module.
+  (cd "$REPO/tools/release" && go build -trimpath -o "$BIN/" github.com/distribution/distribution/v3/cmd/registry)
 }
 
 # ---------------------------------------------------------------------------
@@ -254,7 +267,25 @@ EOF
     --authorization-kubeconfig="$DIR/pki/kubeconfig-system-kube-scheduler" \
     --bind-address=127.0.0.1 --leader-elect=false --profiling=false
 
-  say "containerd (its own root, state and socket; no pulls)"
+  say "OCI registry (CNCF Distribution) at $REGISTRY, in the namespace and forwarded from the host"
+  mkdir -p "$DIR/registry"
+  start registry env REGISTRY_HTTP_ADDR="$REGISTRY" REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY="$DIR/registry" \
+    registry serve "$REPO/tools/release/registry.yml"
+  socat "TCP-LISTEN:$REGISTRY_PORT,bind=127.0.0.1,reuseaddr,fork" \
+    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:127.0.0.1\:$REGISTRY_PORT" >"$DIR/logs/registry-forward.log" 2>&1 &
+  echo "$! registry-forward" >>"$DIR/pids"
+  wait_for registry 30 curl -fsS "http://$REGISTRY/v2/"
+  # containerd's per-registry configuration: plain HTTP to this one.
+  mkdir -p "$DIR/etc/certs.d/$REGISTRY"
+  cat >"$DIR/etc/certs.d/$REGISTRY/hosts.toml" <<EOF
+server = "http://$REGISTRY"
+
+[host."http://$REGISTRY"]
+  capabilities = ["pull", "resolve"]
+EOF
+  echo "$REGISTRY" >"$DIR/registry-address"
+
+  say "containerd (its own root, state and socket; pulls only from the node's registry)"
   cat >"$DIR/etc/containerd.toml" <<EOF
 version = 2
 root = "$DIR/containerd/root"
@@ -286,6 +317,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$DIR/etc/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$DIR/cni/net.d"
@@ -301,7 +334,9 @@ EOF
   ]
 }
 EOF
-  # A dead proxy: an image missing from the node fails at once, never pulls.
+  # A dead proxy: an image missing from the node fails at once, never pulls
+  # from beyond the machine (Go never proxies loopback, so the node's
+  # registry is reached directly).
   start containerd env HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY= \
     containerd --config "$DIR/etc/containerd.toml"
   wait_for containerd 30 ctr --address "$DIR/containerd/containerd.sock" version
