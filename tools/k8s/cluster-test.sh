@@ -16,7 +16,8 @@
 #   CLUSTER_REUSE=1      use a cluster that is already up instead of starting
 #                        a new one (for working on a scenario; implies KEEP)
 #   CLUSTER_LOAD_RATE    creates per second of the scenarios' load (default 250)
-#   CLUSTER_TIMEOUT      bound of the whole run in seconds (default 2700)
+#   CLUSTER_TIMEOUT      bound of the run in seconds once the tools are built
+#                        (default 2700; the builds before it are not bounded)
 #   and those of cluster.sh (CLUSTER_DIR, CLUSTER_NETNS, CLUSTER_API_PORT, ...).
 set -euo pipefail
 
@@ -30,8 +31,17 @@ RATE=${CLUSTER_LOAD_RATE:-250}
 REUSE=${CLUSTER_REUSE:-0}
 KEEP=${CLUSTER_KEEP:-$REUSE}
 
-# Bound the whole run; timeout(1) signals this script, whose trap tears down.
+# Build first, unbounded: on a cold machine the Go builds of Kubernetes,
+# CoreDNS, Prometheus, Helm 3 and 4 and the release tools take about half an
+# hour of this machine's two cores, and a bound meant for the scenarios must
+# not stop a build. Then bound the run itself; timeout(1) signals this
+# script, whose trap tears down.
 if [[ -z ${_CLUSTER_TEST_BOUNDED:-} ]]; then
+  build_t0=$SECONDS
+  echo "== building what the cluster and the release need (unbounded; nothing when built already)"
+  "$CLUSTER" build >/dev/null
+  (cd "$REPO/tools/release" && GOWORK=off go build -o "$REPO/bin/tools/" tool && GOWORK=off go build -o "$REPO/bin/tools/releasetool" .)
+  echo "== built in $((SECONDS - build_t0))s"
   export _CLUSTER_TEST_BOUNDED=1
   exec timeout -k 60 "${CLUSTER_TIMEOUT:-2700}" "$SELF" "$@"
 fi

@@ -1,0 +1,222 @@
+# shellcheck shell=bash
+# Releases as users get them: `make release` of 1.0.0 (from the commit
+# CHANGELOG.md names) and of this tree's VERSION into the node's OCI registry;
+# both verified with cosign as a user would (and refused under another key);
+# then, with Helm 3 and with Helm 4, `helm install` of 1.0.0 from the
+# registry's OCI chart (no local chart path; the kubelet pulls the image by
+# digest through containerd's hosts.toml), plants written through 1.0.0, and
+# `helm upgrade` to VERSION from the registry under the open-loop create load:
+# no failed request, the chart's migration Job run by the upgrade itself,
+# every 1.0.0 plant readable by GET /plants/{id} and listed by GET /plants.
+# With Helm 3, then `helm rollback` to 1.0.0 (creates keep working; nothing
+# is lost) and the upgrade again (what 1.0.0 wrote meanwhile is migrated too).
+# docs/release.md describes what is published and how to verify it.
+# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
+
+RELEASE_REGISTRY=$(cat "$CLUSTER_DIR/registry-address")/plantstore
+CHART_OCI=oci://$RELEASE_REGISTRY/charts/plantstore
+NOW=$(cat "$REPO/VERSION")
+V1_COMMIT=$(grep -o 'built from commit `[0-9a-f]\{40\}`' "$REPO/CHANGELOG.md" | grep -o '[0-9a-f]\{40\}' | head -n 1)
+RELDIR=$CLUSTER_DIR/release
+mkdir -p "$RELDIR"
+export COSIGN_KEY=$RELDIR/cosign.key COSIGN_PUB=$RELDIR/cosign.pub
+
+stage "make release 1.0.0 (commit ${V1_COMMIT:0:12}) and $NOW (this tree) into the node's registry $RELEASE_REGISTRY"
+[[ -n $V1_COMMIT ]] || { fail "CHANGELOG.md names no commit for 1.0.0"; exit 1; }
+rm -rf "$RELDIR/src-1.0.0"
+# A clone of its own (cyclonedx-gomod reads the commit with go-git, which
+# does not follow a shared clone's alternates).
+git clone -q --no-checkout "$REPO" "$RELDIR/src-1.0.0"
+git -C "$RELDIR/src-1.0.0" checkout -q --detach "$V1_COMMIT"
+declare -A RELEASED_DIGEST
+for v in 1.0.0 "$NOW"; do
+  src=$REPO
+  [[ $v != 1.0.0 ]] || src=$RELDIR/src-1.0.0
+  t=$SECONDS
+  if VERSION=$v SRC=$src REGISTRY=$RELEASE_REGISTRY RELEASE_DIR=$RELDIR/$v HELM=helm \
+    "$REPO/tools/release/release.sh" >"$CLUSTER_DIR/logs/release-$v.log" 2>&1; then
+    RELEASED_DIGEST[$v]=$(jq -r .image.digest "$RELDIR/$v/release.json")
+    pass "make release $v in $((SECONDS - t))s: image index ${RELEASED_DIGEST[$v]} ($(jq -r '[.image.platforms[].platform] | join(", ")' "$RELDIR/$v/release.json")), chart $(jq -r .chart.digest "$RELDIR/$v/release.json")"
+    figures "release version=$v seconds=$((SECONDS - t)) $(grep '^RELEASE ' "$CLUSTER_DIR/logs/release-$v.log" | sed 's/^RELEASE //; s/version=[^ ]* //; s/seconds=[^ ]*//')"
+  else
+    fail "make release $v"; grep -v '^go: downloading' "$CLUSTER_DIR/logs/release-$v.log" | tail -n 30
+    exit 1
+  fi
+done
+
+stage "verify both releases before installing them: signatures, SBOMs, provenance, the chart's image pin"
+for v in 1.0.0 "$NOW"; do
+  if HELM=helm "$REPO/tools/release/verify.sh" "$RELEASE_REGISTRY" "$v" >"$CLUSTER_DIR/logs/verify-$v.log" 2>&1; then
+    pass "$v verified: $(grep '^VERIFY ' "$CLUSTER_DIR/logs/verify-$v.log" | sed 's/^VERIFY //')"
+    figures "verify $(grep '^VERIFY ' "$CLUSTER_DIR/logs/verify-$v.log" | sed 's/^VERIFY //')"
+  else
+    fail "$v did not verify"; tail -n 15 "$CLUSTER_DIR/logs/verify-$v.log"
+  fi
+done
+# Another key must not verify what this one signed.
+rm -rf "$RELDIR/other-key" && mkdir -p "$RELDIR/other-key"
+(cd "$RELDIR/other-key" && COSIGN_PASSWORD='' "$REPO/bin/tools/cosign" generate-key-pair >/dev/null 2>&1)
+if COSIGN_PUB=$RELDIR/other-key/cosign.pub HELM=helm "$REPO/tools/release/verify.sh" "$RELEASE_REGISTRY" "$NOW" >"$CLUSTER_DIR/logs/verify-other-key.log" 2>&1; then
+  fail "$NOW verified under a key that never signed it"
+else
+  pass "$NOW refused under another key: $(grep -m1 'verify: FAIL' "$CLUSTER_DIR/logs/verify-other-key.log" | sed 's/^verify: FAIL //')"
+fi
+
+# From the node (the Service's ClusterIP is routed there), with jq at hand.
+node_curl() { nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 "$@"; }
+api_token() { kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}'; }
+
+# api_images NS: the image ids the API pods run, one a line (pods still
+# terminating after a rollout are not counted).
+api_images() {
+  kubectl get pods -n "$1" -l app.kubernetes.io/component=api -o json |
+    jq -r '.items[] | select(.metadata.deletionTimestamp == null) | .status.containerStatuses[0].imageID' | sort -u
+}
+redis_uid() { kubectl get pod -n "$1" "$REL-redis-0" -o jsonpath='{.metadata.uid}'; }
+# drop_registry_images: the node forgets the images it pulled from the
+# registry, so that the next install has to pull them again.
+drop_registry_images() {
+  local ctr=(ctr --address "$CLUSTER_DIR/containerd/containerd.sock" -n k8s.io) refs
+  refs=$("${ctr[@]}" images ls -q | grep "^$RELEASE_REGISTRY/" || true)
+  [[ -z $refs ]] || "${ctr[@]}" images rm $refs >/dev/null
+}
+
+# runs_release NS VERSION WHAT: PASS when every API pod runs VERSION's image index from the registry.
+runs_release() {
+  local ns=$1 v=$2 what=$3 ids
+  ids=$(api_images "$ns")
+  if [[ $ids == "$RELEASE_REGISTRY/plantstore@${RELEASED_DIGEST[$v]}" ]]; then
+    pass "$what: every API pod runs $RELEASE_REGISTRY/plantstore@${RELEASED_DIGEST[$v]}"
+  else
+    fail "$what: API pods run [$(echo "$ids" | tr '\n' ' ')], want $RELEASE_REGISTRY/plantstore@${RELEASED_DIGEST[$v]}"
+  fi
+}
+
+# create_plants NS FIRST COUNT LABEL: POST COUNT plants with ids FIRST..; prints the number answered 200.
+create_plants() {
+  local ns=$1 first=$2 count=$3 label=$4 ip token ok=0 i code
+  ip=$(kubectl get svc -n "$ns" "$REL" -o jsonpath='{.spec.clusterIP}')
+  token=$(api_token "$ns")
+  for ((i = first; i < first + count; i++)); do
+    code=$(node_curl -o /dev/null -w '%{http_code}' -X POST "http://$ip:8080/plants" -H "Authorization: Bearer $token" \
+      -H 'Content-Type: application/json' -d "{\"id\": $i, \"name\": \"$label-$i\"}")
+    [[ $code != 200 ]] || ok=$((ok + 1))
+  done
+  echo "$ok"
+}
+
+# check_plants NS FIRST COUNT LABEL: each plant readable by GET /plants/{id}
+# with the name it was created with, and every one listed by GET /plants.
+# Prints "read=N listed=N pages=N".
+check_plants() {
+  local ns=$1 first=$2 count=$3 label=$4 ip token read=0 i body next pages=0
+  ip=$(kubectl get svc -n "$ns" "$REL" -o jsonpath='{.spec.clusterIP}')
+  token=$(api_token "$ns")
+  for ((i = first; i < first + count; i++)); do
+    body=$(node_curl "http://$ip:8080/plants/$i" -H "Authorization: Bearer $token")
+    [[ $(jq -r '.name // empty' <<<"$body" 2>/dev/null) != "$label-$i" ]] || read=$((read + 1))
+  done
+  : >"$RELDIR/listed-$ns"
+  next="/plants?limit=100"
+  while [[ -n $next ]] && ((pages < 2000)); do
+    node_curl -D "$RELDIR/headers" -o "$RELDIR/page.json" "http://$ip:8080$next" -H "Authorization: Bearer $token"
+    jq -r '.[].id' "$RELDIR/page.json" >>"$RELDIR/listed-$ns" 2>/dev/null || break
+    next=$(tr -d '\r' <"$RELDIR/headers" | sed -n 's/^[Ll]ink: <\([^>]*\)>; *rel="next".*/\1/p')
+    pages=$((pages + 1))
+  done
+  local listed
+  listed=$(awk -v a="$first" -v b="$((first + count))" '$1 >= a && $1 < b' "$RELDIR/listed-$ns" | sort -u | wc -l)
+  echo "read=$read listed=$listed pages=$pages"
+}
+
+# release_flow HELM NS ROLLBACK: the user's path with one Helm.
+release_flow() {
+  local helm=$1 ns=$2 rollback=$3 hv t t2 s out wrote v1_first
+  hv=$($helm version --template '{{.Version}}' 2>/dev/null || $helm version --short)
+  restricted_ns "$ns"
+  drop_registry_images
+  v1_first=$((900000000 + ${#ns} * 100000))
+
+  stage "$hv: helm install $CHART_OCI --version 1.0.0 (the kubelet pulls the image from the registry)"
+  t=$SECONDS
+  if $helm install "$REL" "$CHART_OCI" --version 1.0.0 --plain-http -n "$ns" "${LOCAL_IMAGES[@]}" --wait --timeout 240s \
+    >"$CLUSTER_DIR/logs/$ns-install.log" 2>&1; then
+    pass "$hv: 1.0.0 installed from the registry's OCI chart in $((SECONDS - t))s"
+  else
+    fail "$hv: helm install of 1.0.0 from $CHART_OCI"; tail -n 20 "$CLUSTER_DIR/logs/$ns-install.log"; return
+  fi
+  runs_release "$ns" 1.0.0 "$hv install"
+  local pulled
+  pulled=$(kubectl get events -n "$ns" --field-selector reason=Pulled -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
+    grep -cE "^Successfully pulled image \"$RELEASE_REGISTRY/plantstore(:[^@\"]+)?@${RELEASED_DIGEST[1.0.0]}\"" || true)
+  if ((pulled >= 1)); then pass "$hv: the kubelet pulled $RELEASE_REGISTRY/plantstore@${RELEASED_DIGEST[1.0.0]} ($pulled pull events)"; else fail "$hv: no pull of the 1.0.0 image from the registry in the events"; fi
+
+  wrote=$(create_plants "$ns" "$v1_first" 200 v1)
+  if ((wrote == 200)); then pass "$hv: 200 plants written through 1.0.0"; else fail "$hv: $wrote of 200 creates through 1.0.0 answered 200"; fi
+
+  stage "$hv: helm upgrade to $NOW from the registry under $RATE creates/s"
+  local redis_before
+  redis_before=$(redis_uid "$ns")
+  load_start "$ns" load-upgrade 110 "http://$REL:8080" "$REL-tokens"
+  sleep 5
+  t=$(ms)
+  $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" "${LOCAL_IMAGES[@]}" --wait --timeout 300s \
+    >"$CLUSTER_DIR/logs/$ns-upgrade.log" 2>&1 || { fail "$hv: helm upgrade to $NOW"; tail -n 20 "$CLUSTER_DIR/logs/$ns-upgrade.log"; }
+  t2=$(ms)
+  s=$(load_result "$ns" load-upgrade) || s='{}'
+  if load_verdict "upgrade-1.0.0-to-$NOW-$hv" "$s"; then
+    if (($(jq .Start <<<"$s") < t && $(jq .End <<<"$s") > t2)); then
+      pass "$hv: upgrade 1.0.0 → $NOW ($(((t2 - t) / 1000))s, the migration Job included) under load: every create 200, no transport error, every acknowledged plant stored"
+    else
+      fail "$hv: the load did not cover the whole upgrade ($t..$t2 vs $(jq -c '[.Start,.End]' <<<"$s"))"
+    fi
+  else
+    fail "$hv: upgrade 1.0.0 → $NOW under load: failed requests"
+  fi
+  runs_release "$ns" "$NOW" "$hv upgrade"
+  if [[ $(redis_uid "$ns") == "$redis_before" ]]; then
+    pass "$hv: the chart's Redis pod was not restarted by the upgrade (same pod UID)"
+  else
+    fail "$hv: the upgrade replaced the Redis pod"
+  fi
+  out=$(check_plants "$ns" "$v1_first" 200 v1)
+  figures "upgrade helm=$hv from=1.0.0 to=$NOW seconds=$(((t2 - t) / 1000)) v1_plants=200 $out"
+  if [[ $out == "read=200 listed=200 "* ]]; then
+    pass "$hv: every 1.0.0 plant readable by GET /plants/{id} and listed by GET /plants after the upgrade ($out)"
+  else
+    fail "$hv: 1.0.0 plants after the upgrade: $out of 200"
+  fi
+
+  ((rollback)) || return 0
+  stage "$hv: helm rollback to 1.0.0, creates through it, and the upgrade again"
+  t=$SECONDS
+  if $helm rollback "$REL" 1 -n "$ns" --wait --timeout 240s >"$CLUSTER_DIR/logs/$ns-rollback.log" 2>&1; then
+    pass "$hv: helm rollback to revision 1 (1.0.0) in $((SECONDS - t))s"
+  else
+    fail "$hv: helm rollback"; tail -n 20 "$CLUSTER_DIR/logs/$ns-rollback.log"; return
+  fi
+  runs_release "$ns" 1.0.0 "$hv rollback"
+  wrote=$(create_plants "$ns" "$((v1_first + 1000))" 50 rb)
+  if ((wrote == 50)); then pass "$hv: 50 plants written through 1.0.0 after the rollback"; else fail "$hv: $wrote of 50 creates after the rollback answered 200"; fi
+  t=$SECONDS
+  $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" "${LOCAL_IMAGES[@]}" --wait --timeout 300s \
+    >"$CLUSTER_DIR/logs/$ns-upgrade2.log" 2>&1 || { fail "$hv: the second upgrade to $NOW"; tail -n 20 "$CLUSTER_DIR/logs/$ns-upgrade2.log"; }
+  local first second
+  first=$(check_plants "$ns" "$v1_first" 200 v1)
+  second=$(check_plants "$ns" "$((v1_first + 1000))" 50 rb)
+  figures "rollback helm=$hv to=1.0.0 creates_after=$wrote upgrade_again_seconds=$((SECONDS - t)) v1_plants[$first] rollback_plants[$second]"
+  if [[ $first == "read=200 listed=200 "* && $second == "read=50 listed=50 "* ]]; then
+    pass "$hv: after rollback and upgrade again, every plant readable and listed: the 1.0.0 batch ($first), the rollback's ($second)"
+  else
+    fail "$hv: after rollback and upgrade again: 1.0.0 batch $first of 200, rollback's $second of 50"
+  fi
+}
+
+release_flow helm release-helm3 1
+kubectl delete namespace release-helm3 --timeout=120s >/dev/null
+if [[ -x $BIN/helm4 ]]; then
+  release_flow "$BIN/helm4" release-helm4 0
+else
+  fail "no helm4 in $BIN (tools/k8s/build.sh helm4)"
+fi
+kubectl delete namespace release-helm4 --wait=false >/dev/null
