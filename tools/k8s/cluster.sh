@@ -88,7 +88,7 @@ install_packages() {
 build() {
   install_packages
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kube-apiserver kube-controller-manager kube-scheduler \
-    kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router | tail -n 1)
+    kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router policy-controller | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
   # Prometheus and the Prometheus Operator, for the images of the Prometheus
   # scenario (cluster-test.d/60-prometheus.sh); the same cache directory.
