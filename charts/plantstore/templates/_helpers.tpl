@@ -397,7 +397,7 @@ last 1.0.0 pod may write until its grace period ends) and 0s (one pass) on an in
 {{- define "plantstore.migration.settle" -}}
 {{- if .Values.migration.settle }}{{ .Values.migration.settle }}
 {{- else if .Release.IsUpgrade }}{{ add (int .Values.terminationGracePeriodSeconds) 5 }}s
-{{- else }}0s
+{{- else }}2s
 {{- end }}
 {{- end }}
 
