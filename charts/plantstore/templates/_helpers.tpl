@@ -396,7 +396,14 @@ last 1.0.0 pod may write until its grace period ends) and 0s (one pass) on an in
 */}}
 {{- define "plantstore.migration.settle" -}}
 {{- if .Values.migration.settle }}{{ .Values.migration.settle }}
-{{- else if .Release.IsUpgrade }}{{ add (int .Values.terminationGracePeriodSeconds) 5 }}s
+{{- else if .Release.IsUpgrade }}
+{{- /* Only 1.0.0 pods write 1.0.0 keys: an upgrade from a Deployment labelled 1.1.0 or later has none
+     draining, and settles as an install does. Without a cluster to look at (helm template), assume 1.0.0. */}}
+{{- $running := lookup "apps/v1" "Deployment" .Release.Namespace (include "plantstore.fullname" .) | default dict }}
+{{- $version := dig "metadata" "labels" "app.kubernetes.io/version" "" $running | toString }}
+{{- if and (regexMatch "^v?[0-9]+\\.[0-9]+\\.[0-9]+" $version) (semverCompare ">=1.1.0-0" $version) }}2s
+{{- else }}{{ add (int .Values.terminationGracePeriodSeconds) 5 }}s
+{{- end }}
 {{- else }}2s
 {{- end }}
 {{- end }}
