@@ -51,6 +51,11 @@ func runIndex(args []string) error {
 	if err := writeLayout(*out, idx, *refName); err != nil {
 		return err
 	}
+	return printDigest(idx)
+}
+
+// printDigest prints the index's digest, the one line the scripts read.
+func printDigest(idx v1.ImageIndex) error {
 	d, err := idx.Digest()
 	if err != nil {
 		return err
@@ -136,12 +141,7 @@ func runPush(args []string) error {
 	if err := remote.WriteIndex(ref, idx, remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
 		return err
 	}
-	d, err := idx.Digest()
-	if err != nil {
-		return err
-	}
-	fmt.Println(d)
-	return nil
+	return printDigest(idx)
 }
 
 // indexFromLayout returns the one image index a layout written by index holds.
