@@ -397,11 +397,15 @@ last 1.0.0 pod may write until its grace period ends) and 0s (one pass) on an in
 {{- define "plantstore.migration.settle" -}}
 {{- if .Values.migration.settle }}{{ .Values.migration.settle }}
 {{- else if .Release.IsUpgrade }}
-{{- /* Only 1.0.0 pods write 1.0.0 keys: an upgrade from a Deployment labelled 1.1.0 or later has none
-     draining, and settles as an install does. Without a cluster to look at (helm template), assume 1.0.0. */}}
+{{- /* Only 1.0.0 pods write 1.0.0 keys. The running Deployment's labels tell which chart made it: the
+     1.0.0 release's chart is version 0.1.0 (and its pods run 1.0.0); an upgrade from any later chart has no
+     1.0.0 pod draining and settles as an install does. Labels that cannot be read (helm template, a
+     Deployment not made by this chart) count as 1.0.0. */}}
 {{- $running := lookup "apps/v1" "Deployment" .Release.Namespace (include "plantstore.fullname" .) | default dict }}
-{{- $version := dig "metadata" "labels" "app.kubernetes.io/version" "" $running | toString }}
-{{- if and (regexMatch "^v?[0-9]+\\.[0-9]+\\.[0-9]+" $version) (semverCompare ">=1.1.0-0" $version) }}2s
+{{- $labels := dig "metadata" "labels" dict $running }}
+{{- $chart := get $labels "helm.sh/chart" | default "" | toString }}
+{{- $version := get $labels "app.kubernetes.io/version" | default "" | toString }}
+{{- if and (hasPrefix "plantstore-" $chart) (ne $chart "plantstore-0.1.0") (ne $version "1.0.0") }}2s
 {{- else }}{{ add (int .Values.terminationGracePeriodSeconds) 5 }}s
 {{- end }}
 {{- else }}2s
