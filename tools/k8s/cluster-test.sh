@@ -40,7 +40,7 @@ if [[ -z ${_CLUSTER_TEST_BOUNDED:-} ]]; then
   build_t0=$SECONDS
   echo "== building what the cluster and the release need (unbounded; nothing when built already)"
   "$CLUSTER" build >/dev/null
-  (cd "$REPO/tools/release" && GOWORK=off go build -o "$REPO/bin/tools/" tool && GOWORK=off go build -o "$REPO/bin/tools/releasetool" .)
+  "$REPO/tools/release/build.sh"
   echo "== built in $((SECONDS - build_t0))s"
   export _CLUSTER_TEST_BOUNDED=1
   exec timeout -k 60 "${CLUSTER_TIMEOUT:-2700}" "$SELF" "$@"

@@ -19,8 +19,7 @@ t0=$SECONDS
 step() { printf '== [%4ss] %s\n' "$((SECONDS - t0))" "$*"; }
 
 step "building the release tools"
-mkdir -p "$tools"
-(cd "$root/tools/release" && GOWORK=off go build -o "$tools/" tool && GOWORK=off go build -o "$tools/releasetool" .)
+"$root/tools/release/build.sh"
 
 work=$(mktemp -d /tmp/plantstore-release-check.XXXXXX)
 registry_pid=

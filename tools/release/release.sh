@@ -63,8 +63,7 @@ started=$(date +%s)
 mkdir -p "$RELEASE_DIR"
 tools=$root/bin/tools
 step "building the release tools (tools/release/go.mod: cosign, cyclonedx-gomod, releasetool)"
-mkdir -p "$tools"
-(cd "$root/tools/release" && go build -o "$tools/" tool && go build -o "$tools/releasetool" .)
+"$root/tools/release/build.sh"
 cosign=$tools/cosign
 releasetool=$tools/releasetool
 cyclonedx=$tools/cyclonedx-gomod

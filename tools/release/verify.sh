@@ -22,7 +22,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 REGISTRY=${1:?usage: verify.sh REGISTRY VERSION}
 VERSION=${2:?usage: verify.sh REGISTRY VERSION}
 tools=$root/bin/tools
-[ -x "$tools/cosign" ] && [ -x "$tools/crane" ] || (cd "$root/tools/release" && GOWORK=off go build -o "$tools/" tool)
+[ -x "$tools/cosign" ] && [ -x "$tools/crane" ] || "$root/tools/release/build.sh"
 cosign=$tools/cosign
 crane=$tools/crane
 HELM=${HELM:-go tool -modfile=$root/tools/k8s/go.mod helm}

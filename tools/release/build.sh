@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds the release tools of tools/release/go.mod (cosign, CNCF Distribution's
+# registry, cyclonedx-gomod, crane) and releasetool into bin/tools, the one
+# place release.sh, check.sh, verify.sh, the test cluster and .ci/run take
+# them from. Go's build cache makes a second run quick.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+export GOWORK=off
+mkdir -p "$root/bin/tools"
+cd "$root/tools/release"
+go build -o "$root/bin/tools/" tool
+go build -o "$root/bin/tools/releasetool" .
