@@ -79,14 +79,8 @@ var places = []place{
 	{"k8s/base/deployment.yaml", "OTEL_RESOURCE_ATTRIBUTES service.version", regexp.MustCompile(`service\.version=([^,\s]*)`)},
 }
 
-// A license is a place that must name the SPDX id: the first submatch of re.
-type license struct {
-	file string
-	what string
-	re   *regexp.Regexp
-}
-
-var licenses = []license{
+// licenses are the places that must name the SPDX id (the first submatch of re).
+var licenses = []place{
 	{"charts/plantstore/Chart.yaml", "annotation artifacthub.io/license", regexp.MustCompile(`(?m)^  artifacthub\.io/license: *"?([^"\s#]*)"?[ \t]*$`)},
 	{"Dockerfile", "ARG LICENSES default", regexp.MustCompile(`(?m)^ARG LICENSES=(\S*)$`)},
 	{"tools/image/build.sh", "LICENSES default", regexp.MustCompile(`(?m)^LICENSES=\$\{LICENSES:-([^}]*)\}$`)},
@@ -176,20 +170,24 @@ func Check(root string) ([]Problem, error) {
 		cache[file] = string(b)
 		return string(b), true
 	}
-	for _, p := range places {
-		s, ok := read(p.file)
-		if !ok {
-			continue
-		}
-		got, err := find(p.re, s)
-		if err != nil {
-			add(p.file, "%s: %v", p.what, err)
-			continue
-		}
-		if got != want {
-			add(p.file, "%s is %q, expected %q (VERSION)", p.what, got, want)
+	// expect reports each place whose submatch is not value.
+	expect := func(ps []place, value, source string) {
+		for _, p := range ps {
+			s, ok := read(p.file)
+			if !ok {
+				continue
+			}
+			got, err := find(p.re, s)
+			if err != nil {
+				add(p.file, "%s: %v", p.what, err)
+				continue
+			}
+			if got != value {
+				add(p.file, "%s is %q, expected %q%s", p.what, got, value, source)
+			}
 		}
 	}
+	expect(places, want, " (VERSION)")
 	if s, ok := read(ChangelogFile); ok && !changelogSection(want).MatchString(s) {
 		add(ChangelogFile, "no section %q for VERSION %s", "## ["+want+"] - YYYY-MM-DD", want)
 	}
@@ -198,20 +196,7 @@ func Check(root string) ([]Problem, error) {
 	} else if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != apacheSHA256 {
 		add(LicenseFile, "is not the Apache License 2.0 text verbatim (sha256 %s, expected %s)", hex.EncodeToString(sum[:]), apacheSHA256)
 	}
-	for _, l := range licenses {
-		s, ok := read(l.file)
-		if !ok {
-			continue
-		}
-		got, err := find(l.re, s)
-		if err != nil {
-			add(l.file, "%s: %v", l.what, err)
-			continue
-		}
-		if got != SPDX {
-			add(l.file, "%s is %q, expected %q", l.what, got, SPDX)
-		}
-	}
+	expect(licenses, SPDX, "")
 	if doc, err := packageDoc(filepath.Join(root, packageDocFile)); err != nil {
 		add(packageDocFile, "package doc cannot be read: %v", err)
 	} else if !strings.Contains(doc, SPDX) || !strings.Contains(doc, LicenseFile) {
