@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -224,6 +225,10 @@ func create(ctx context.Context, client *http.Client, o options, id int64, name 
 	}
 	req.Header.Set("Authorization", "Bearer "+o.token)
 	req.Header.Set("Content-Type", "application/json")
+	// A create is idempotent (the same id and body answer 200 again), and
+	// saying so lets Go's transport resend it on a kept-alive connection the
+	// server closed unread, as a draining replica does; a real client would.
+	req.Header.Set("Idempotency-Key", strconv.FormatInt(id, 10))
 	t0 := time.Now()
 	resp, err := client.Do(req)
 	r := result{id: id, sent: t0, latency: time.Since(t0)}

@@ -140,6 +140,38 @@ func TestRunCountsTransportErrors(t *testing.T) {
 	}
 }
 
+// TestRunResendsOnIdleClose: a kept-alive connection closed unanswered, as
+// a draining replica closes its idle ones, costs no request: the creates are
+// marked idempotent, so the transport sends them again on a new connection.
+func TestRunResendsOnIdleClose(t *testing.T) {
+	store := &fakeStore{plants: map[int64]string{}}
+	var mu sync.Mutex
+	served := map[string]int{} // requests per connection
+	closed := 0
+	s := runAgainst(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served[r.RemoteAddr]++
+		second := served[r.RemoteAddr] == 2
+		if second {
+			closed++
+		}
+		mu.Unlock()
+		if second {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		store.ServeHTTP(w, r)
+	}))
+	if closed == 0 {
+		t.Fatal("no connection was reused, so none was closed under a request")
+	}
+	if s.TransportErrors != 0 || s.Codes[200] != s.Sent || s.Verified != s.Acknowledged {
+		t.Fatalf("%d connections closed under a request: sent %d, codes %v, transport errors %d %v, verified %d of %d",
+			closed, s.Sent, s.Codes, s.TransportErrors, s.ErrorSamples, s.Verified, s.Acknowledged)
+	}
+}
+
 func TestFirstToken(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ file, want string }{
