@@ -208,10 +208,18 @@ const migrateUsage = "Usage: plantstore migrate-store [flags]\n\nMoves the plant
 // service's flags and environment, of which it uses the Redis options (it
 // needs no API tokens), and --settle.
 func ParseMigrate(args []string, out io.Writer) (Migrate, error) {
+	return parseMigrate(args, out, nil)
+}
+
+// parseMigrate is ParseMigrate, handing its flag set to inspect first.
+func parseMigrate(args []string, out io.Writer, inspect func(*flag.FlagSet)) (Migrate, error) {
 	var m Migrate
 	settle := &ownEnvDuration{p: &m.Migration.Settle, env: EnvMigrateSettle}
 	c, err := parseWith(append([]string{"--dev"}, args...), out, migrateUsage, func(fs *flag.FlagSet) {
 		fs.Var(settle, "settle", "repeat the migration, a pass a second, until no pass has found a 1.0.0 key for this long (above the 1.0.0 pods' termination grace period while they may still run); 0: one pass")
+		if inspect != nil {
+			inspect(fs)
+		}
 	})
 	c.Dev, c.Auth.Dev = false, false
 	m.Config = c
@@ -362,6 +370,20 @@ func secret(flagName, file, env string) (string, error) {
 func usage(fs *flag.FlagSet, head string) {
 	w := fs.Output()
 	fmt.Fprintf(w, "%s\nFlags:\n", head)
+	for _, f := range describe(fs) {
+		fmt.Fprintf(w, "  --%s (%s, default %s)\n      %s\n", f.Name, f.Env, f.Default, f.Usage)
+	}
+	fmt.Fprintf(w, "\nSecrets from the environment only: %s, %s.\nTracing: the standard OTEL_* variables.\n", EnvRedisPassword, EnvRedisSentinelPassword)
+}
+
+// Flag is one flag as --help shows it, and docs/configuration.md from it.
+type Flag struct {
+	Name, Env, Default, Usage string
+}
+
+// describe lists the flags of fs in --help's order (by name).
+func describe(fs *flag.FlagSet) []Flag {
+	var flags []Flag
 	fs.VisitAll(func(f *flag.Flag) {
 		env := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		switch v := f.Value.(type) {
@@ -374,9 +396,9 @@ func usage(fs *flag.FlagSet, head string) {
 		if def == "" {
 			def = `""`
 		}
-		fmt.Fprintf(w, "  --%s (%s, default %s)\n      %s\n", f.Name, env, def, f.Usage)
+		flags = append(flags, Flag{Name: f.Name, Env: env, Default: def, Usage: f.Usage})
 	})
-	fmt.Fprintf(w, "\nSecrets from the environment only: %s, %s.\nTracing: the standard OTEL_* variables.\n", EnvRedisPassword, EnvRedisSentinelPassword)
+	return flags
 }
 
 // commandLineBool is a boolean flag that only the command line sets: once
