@@ -20,7 +20,7 @@ import (
 // binary is the service built once for the whole package.
 var binary string
 
-func TestMain(m *testing.M) { servicetest.Main(m, &binary) }
+func TestMain(m *testing.M) { servicetest.LongMain(m, &binary) }
 
 // storeTimeout is servicetest's --store-timeout: the longest a request may
 // wait for Redis before it answers 503.

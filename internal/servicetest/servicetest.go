@@ -7,6 +7,7 @@ package servicetest
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -49,6 +50,25 @@ func Main(m *testing.M, binary *string) {
 	code := m.Run()
 	cleanup()
 	os.Exit(code)
+}
+
+// LongMain is Main for a package of long scenarios (chaos, HA): under
+// go test -short (make test-short) it builds nothing and runs nothing.
+func LongMain(m *testing.M, binary *string) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipped under -short: long scenarios, run by make test")
+		os.Exit(0)
+	}
+	Main(m, binary)
+}
+
+// Long skips a long test under go test -short; make test runs it.
+func Long(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("long: make test runs it")
+	}
 }
 
 // Options choose how the service is started.

@@ -25,7 +25,7 @@ import (
 // binary is the service built once for the whole package.
 var binary string
 
-func TestMain(m *testing.M) { servicetest.Main(m, &binary) }
+func TestMain(m *testing.M) { servicetest.LongMain(m, &binary) }
 
 // storedPlant is a plant as the service stores it in Redis.
 type storedPlant struct {

@@ -17,4 +17,4 @@ import (
 // binary is the service built once for the whole package.
 var binary string
 
-func TestMain(m *testing.M) { servicetest.Main(m, &binary) }
+func TestMain(m *testing.M) { servicetest.LongMain(m, &binary) }
