@@ -64,9 +64,16 @@ func (r *reloads) successes() int {
 	return n
 }
 
+// writeFile replaces the file in one rename, as an operator's tool or the kubelet
+// does: written in place, the poller may read it truncated and empty, and
+// rightly refuse that.
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -46,6 +46,9 @@ const (
 // there the processes admit about twice the limit, and the same check must
 // reject it, which shows the shared case's check can fail.
 func TestRateLimitAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several processes or Redis servers: make test runs it")
+	}
 	for _, tc := range []struct {
 		name     string
 		window   time.Duration

@@ -51,6 +51,9 @@ func newReplica(t *testing.T, addr string, keyring *auth.Keyring, names []string
 // at least 80% of it; the clients do not draw on each other's budgets; the
 // unlimited client is never refused.
 func TestRedisBudgetAcrossReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several processes or Redis servers: make test runs it")
+	}
 	const window = 10 * time.Second
 	redis := redistest.Start(t)
 	set, err := auth.ParseTokens(strings.NewReader(

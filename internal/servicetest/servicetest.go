@@ -19,9 +19,21 @@ import (
 	"time"
 )
 
+// EnvBinary names a plantstore binary already built for the tests: make
+// builds it once for every package that starts the service, which would
+// otherwise each build it at the same time.
+const EnvBinary = "PLANTSTORE_TEST_BINARY"
+
 // Build compiles cmd/plantstore into a temporary directory, once per test
-// binary (call it from TestMain). cleanup removes the directory.
+// binary (call it from TestMain), or takes the one EnvBinary names. cleanup
+// removes what it made.
 func Build() (binary string, cleanup func(), err error) {
+	if bin := os.Getenv(EnvBinary); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", nil, fmt.Errorf("%s: %w", EnvBinary, err)
+		}
+		return bin, func() {}, nil
+	}
 	dir, err := os.MkdirTemp("", "plantstore-servicetest")
 	if err != nil {
 		return "", nil, err

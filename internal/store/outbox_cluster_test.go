@@ -92,6 +92,9 @@ func (h *clusterHook) received() (map[string]bool, int) {
 // them for one that fails; the dead letters, on every master, are listed
 // and replayed to it.
 func TestOutboxCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several processes or Redis servers: make test runs it")
+	}
 	c := redistest.StartCluster(t, 3)
 	for _, m := range slices.Clone(c.Masters) {
 		c.AddReplica(m)

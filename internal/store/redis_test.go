@@ -103,6 +103,9 @@ func TestRedisShardSlots(t *testing.T) {
 // TestRedisConformanceSentinel and TestRedisConformanceCluster run the whole
 // suite through the two other client modes, on real servers.
 func TestRedisConformanceSentinel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several processes or Redis servers: make test runs it")
+	}
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
 	storetest.Run(t, func(t *testing.T) storetest.Repository {
 		if err := g.Servers[0].Client().FlushAll(context.Background()).Err(); err != nil {
@@ -113,6 +116,9 @@ func TestRedisConformanceSentinel(t *testing.T) {
 }
 
 func TestRedisConformanceCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several processes or Redis servers: make test runs it")
+	}
 	c := redistest.StartCluster(t, 3)
 	storetest.Run(t, func(t *testing.T) storetest.Repository {
 		for _, m := range c.Masters {

@@ -394,9 +394,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// buildService builds cmd/plantstore of this repository.
+// buildService builds cmd/plantstore of this repository, unless make built
+// it for every test package already (PLANTSTORE_TEST_BINARY).
 func buildService(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("PLANTSTORE_TEST_BINARY"); bin != "" {
+		return bin
+	}
 	root := repoRoot(t)
 	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil || !strings.Contains(string(gomod), "module github.com/plantstore/plantstore\n") {
