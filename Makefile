@@ -27,7 +27,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-check test test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
+.PHONY: help build run generate generate-docs generate-check test test-short test-binary test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -40,23 +40,37 @@ run: build ## run the service on the embedded store with a generated token (prin
 
 # The Go client's generated half (api/client/client.gen.go) comes from
 # api/openapi.yaml through oapi-codegen, pinned in tools/go.mod.
-generate: ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen)
+generate: generate-docs ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen), and the generated parts of the docs
 	$(TOOL) oapi-codegen -config api/client/oapi-codegen.yaml -o api/client/client.gen.go api/openapi.yaml
+
+# The tables of docs/*.md that restate code (flags, metrics, make targets,
+# layout): each package's doc test rewrites its part; make test fails on drift.
+generate-docs: redis-server
+	$(GO) test -count=1 -run 'Doc$$' ./internal/config ./internal/app ./internal/docgen -update
 
 generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates
 	GO=$(GO) tools/openapi/generate-check.sh
 
 test: test-go test-api test-monitoring test-tools ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, OpenAPI, dashboards and alerts
 
-test-go: redis-server ## the service's tests (go test -race ./...)
-	$(GO) test -race -count=1 -timeout 30m ./...
+test-go: redis-server test-binary ## the service's tests (go test -race ./...)
+	PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 30m ./...
+
+test-short: redis-server test-binary ## the inner loop: unit and single-process integration tests (go test -short: chaos, HA and long cases skip), no race detector
+	PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -short -count=1 -timeout 10m ./...
+	cd tools && $(GO) test -short -count=1 ./openapi/ ./version/
+
+# The service binary every test package that starts it shares, built once.
+TEST_BIN := $(CURDIR)/bin/plantstore-test
+test-binary:
+	$(GO) build -o $(TEST_BIN) ./cmd/plantstore
 
 test-api: ## api/openapi.yaml passes kin-openapi's validator with every strict option; the generate check works; the version tool's tests
 	cd tools && $(GO) test -count=1 -timeout 30m ./openapi/
 	cd tools && $(GO) test -count=1 ./version/
 
-test-monitoring: redis-server ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
-	cd tools && $(GO) test -count=1 -timeout 30m ./monitoring/...
+test-monitoring: redis-server test-binary ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
+	cd tools && PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -count=1 -timeout 30m ./monitoring/...
 	cd tools/bench && $(GO) test -count=1 ./...
 
 test-tools: ## the tests of the cluster, validation and release helpers (tools/k8s, tools/release)

@@ -77,6 +77,9 @@ var places = []place{
 	{"k8s/base/kustomization.yaml", "images: newTag of ghcr.io/plantstore/plantstore", regexp.MustCompile(`(?m)^  - name: ghcr\.io/plantstore/plantstore\n    newTag: *"?([^"\s#]*)"?[ \t]*$`)},
 	{"k8s/base/deployment.yaml", "image tag", regexp.MustCompile(`(?m)^ +image: ghcr\.io/plantstore/plantstore:([^\s#]*)[ \t]*$`)},
 	{"k8s/base/deployment.yaml", "OTEL_RESOURCE_ATTRIBUTES service.version", regexp.MustCompile(`service\.version=([^,\s]*)`)},
+	// The README's quick start: verify, then install that version.
+	{"README.md", "quick start: make release-verify VERSION", regexp.MustCompile(`make release-verify REGISTRY=\S+ VERSION=(\S+)`)},
+	{"README.md", "quick start: helm install --version", regexp.MustCompile(`oci://\S+/charts/plantstore --version (\S+)`)},
 }
 
 // licenses are the places that must name the SPDX id (the first submatch of re).
