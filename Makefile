@@ -39,9 +39,13 @@ run: build ## run the service on the embedded store with a generated token (prin
 	./$(BIN) --dev $(RUN_FLAGS)
 
 # The Go client's generated half (api/client/client.gen.go) comes from
-# api/openapi.yaml through oapi-codegen, pinned in tools/go.mod.
-generate: ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen)
+# api/openapi.yaml through oapi-codegen, pinned in tools/go.mod; the tables
+# of docs/api.md from the document and internal/apierror, rewritten by the
+# tests that check them (make test fails while one is stale).
+generate: ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen) and the tables of docs/api.md
 	$(TOOL) oapi-codegen -config api/client/oapi-codegen.yaml -o api/client/client.gen.go api/openapi.yaml
+	$(GO) test -count=1 ./internal/apierror -run '^TestErrorsDoc$$' -update
+	cd tools && $(GO) test -count=1 ./openapi -run '^TestAPIDoc$$' -update
 
 generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates
 	GO=$(GO) tools/openapi/generate-check.sh
@@ -51,7 +55,7 @@ test: test-go test-api test-monitoring test-tools ## the whole suite: unit, real
 test-go: redis-server ## the service's tests (go test -race ./...)
 	$(GO) test -race -count=1 -timeout 30m ./...
 
-test-api: ## api/openapi.yaml passes kin-openapi's validator with every strict option; the generate check works; the version tool's tests
+test-api: ## api/openapi.yaml (its x-webhooks too) passes kin-openapi's validator with every strict option; a running service's webhooks match it; docs/api.md's tables are its; the generate check works; the version tool's tests
 	cd tools && $(GO) test -count=1 -timeout 30m ./openapi/
 	cd tools && $(GO) test -count=1 ./version/
 
