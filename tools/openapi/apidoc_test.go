@@ -49,7 +49,8 @@ func TestAPIDoc(t *testing.T) {
 			continue
 		}
 		if !*update {
-			t.Errorf("docs/api.md: the generated part %q is not what api/openapi.yaml makes; run make generate.\nIt should be:\n%s", p.name, p.want)
+			t.Errorf("docs/api.md: the generated part %q is not what api/openapi.yaml makes; run make generate.\n%s",
+				p.name, lineDiff(got, strings.TrimSpace(p.want)))
 		}
 		rewritten = next
 	}
@@ -78,6 +79,35 @@ func replaceGenerated(text []byte, name, want string) (string, []byte, error) {
 	end += start
 	next := append(append(bytes.Clone(text[:start]), strings.TrimSpace(want)+"\n"...), text[end:]...)
 	return strings.TrimSpace(string(text[start:end])), next, nil
+}
+
+// lineDiff lists the lines of got that want lacks (-) and those of want
+// that got lacks (+): enough to see which rows of a table drifted.
+func lineDiff(got, want string) string {
+	count := func(s string) map[string]int {
+		n := map[string]int{}
+		for _, l := range strings.Split(s, "\n") {
+			n[l]++
+		}
+		return n
+	}
+	have, need := count(got), count(want)
+	var b strings.Builder
+	for _, l := range strings.Split(got, "\n") {
+		if need[l] > 0 {
+			need[l]--
+		} else {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(want, "\n") {
+		if have[l] > 0 {
+			have[l]--
+		} else {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
 }
 
 // methods in the order the tables list them.
