@@ -40,13 +40,16 @@ run: build ## run the service on the embedded store with a generated token (prin
 
 # The Go client's generated half (api/client/client.gen.go) comes from
 # api/openapi.yaml through oapi-codegen, pinned in tools/go.mod.
-generate: generate-docs ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen), and the generated parts of the docs
+generate: ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen), then the generated parts of the docs
 	$(TOOL) oapi-codegen -config api/client/oapi-codegen.yaml -o api/client/client.gen.go api/openapi.yaml
+	$(MAKE) generate-docs
 
-# The tables of docs/*.md that restate code (flags, metrics, make targets,
-# layout): each package's doc test rewrites its part; make test fails on drift.
+# The tables of docs/*.md that restate code (flags, metrics, error codes,
+# routes, make targets, layout): each package's doc test rewrites its part;
+# make test fails while one is stale.
 generate-docs: redis-server
-	$(GO) test -count=1 -run 'Doc$$' ./internal/config ./internal/app ./internal/docgen -update
+	$(GO) test -count=1 -run 'Doc$$' ./internal/config ./internal/app ./internal/apierror ./internal/docgen -update
+	cd tools && $(GO) test -count=1 ./openapi -run '^TestAPIDoc$$' -update
 
 generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates
 	GO=$(GO) tools/openapi/generate-check.sh
@@ -65,7 +68,7 @@ TEST_BIN := $(CURDIR)/bin/plantstore-test
 test-binary:
 	$(GO) build -o $(TEST_BIN) ./cmd/plantstore
 
-test-api: ## api/openapi.yaml passes kin-openapi's validator with every strict option; the generate check works; the version tool's tests
+test-api: ## api/openapi.yaml (its x-webhooks too) passes kin-openapi's validator with every strict option; a running service's webhooks match it; docs/api.md's tables are its; the generate check works; the version tool's tests
 	cd tools && $(GO) test -count=1 -timeout 30m ./openapi/
 	cd tools && $(GO) test -count=1 ./version/
 

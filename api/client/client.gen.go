@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/oapi-codegen/runtime"
 )
@@ -20,32 +21,17 @@ const (
 	BearerAuthScopes = "bearerAuth.Scopes"
 )
 
+// Defines values for WebhookEventType.
+const (
+	EventPlantCreated WebhookEventType = "plant.created"
+	EventPlantDeleted WebhookEventType = "plant.deleted"
+)
+
 // Error The body of every failure response; both fields are always present.
 type Error struct {
 	// Error Stable numeric error code: the HTTP status times 100 plus a detail
-	// number. Codes:
-	// 40001 malformed JSON (empty body, not valid JSON, not a single object, content after the object, invalid UTF-8);
-	// 40002 required field missing (`id`, `name`);
-	// 40003 field of the wrong type (`id` not an integer literal, e.g. a string, fraction, exponent or null; `name`/`tag` not a string), or a path `{id}` not a canonical decimal integer;
-	// 40004 value out of range or too long (`id` outside int64; `name` not 1–200 code points; `tag` over 100 code points), or a path `{id}` outside int64;
-	// 40005 duplicate key in the object;
-	// 40006 forbidden characters (a control character or an invalid Unicode escape (lone surrogate) in `name` or `tag`);
-	// 40007 case variant of a field name (`ID`, `Name`, `TAG`, ...);
-	// 40008 `limit` not an integer from 1 to 100;
-	// 40009 `cursor` not one the service issued;
-	// 40101 credentials missing (no Authorization header);
-	// 40102 token not accepted (unknown or expired);
-	// 40103 malformed Authorization header (not `Bearer <token>`);
-	// 40301 the token lacks the scope the operation needs;
-	// 40401 unknown path;
-	// 40402 no plant has that id;
-	// 40501 method not allowed on a known path;
-	// 40901 id already taken by a different plant;
-	// 41301 body larger than 64 KiB;
-	// 41501 content type is not application/json;
-	// 42901 the client's rate limit is exhausted; retry after Retry-After;
-	// 50001 internal error (the message reveals nothing internal);
-	// 50301 store unavailable or timed out; retry after Retry-After.
+	// number. The table of this document's description (Errors) lists
+	// every code and its meaning.
 	Error int32 `json:"error"`
 
 	// Message Error message text for a person; names the field and what is wrong with it.
@@ -101,6 +87,38 @@ type StoredPlant struct {
 	Tag *string `json:"tag,omitempty"`
 }
 
+// WebhookEvent The body of every webhook (`x-webhooks`): what happened, when, and to
+// which plant. `data` is the plant created, or the plant as it was when
+// deleted, with its `id`; `tag` is left out when the plant has none.
+// The body is the same bytes on every retry of an event. A receiver
+// should ignore fields it does not know: later versions may add some.
+type WebhookEvent struct {
+	// Data A stored plant as reads and lists answer it, with its `id`.
+	Data StoredPlant `json:"data"`
+
+	// Timestamp When the change was made (RFC 3339 in UTC, up to nanoseconds);
+	// not when the event was sent, which `webhook-timestamp` says.
+	Timestamp time.Time `json:"timestamp"`
+
+	// Type The event type.
+	Type WebhookEventType `json:"type"`
+}
+
+// WebhookEventType The event type.
+type WebhookEventType string
+
+// WebhookId defines model for WebhookId.
+type WebhookId = string
+
+// WebhookSignature defines model for WebhookSignature.
+type WebhookSignature = string
+
+// WebhookTimestamp defines model for WebhookTimestamp.
+type WebhookTimestamp = int64
+
+// WebhookUserAgent defines model for WebhookUserAgent.
+type WebhookUserAgent = string
+
 // BadListQuery The body of every failure response; both fields are always present.
 type BadListQuery = Error
 
@@ -121,6 +139,9 @@ type InternalError = Error
 
 // MethodNotAllowed The body of every failure response; both fields are always present.
 type MethodNotAllowed = Error
+
+// NotFound The body of every failure response; both fields are always present.
+type NotFound = Error
 
 // PayloadTooLarge The body of every failure response; both fields are always present.
 type PayloadTooLarge = Error

@@ -12,7 +12,8 @@ import (
 )
 
 // The error codes of the contract a caller is likely to branch on (the
-// Error schema of api/openapi.yaml lists them all).
+// table of docs/api.md lists them all; errors_test.go checks these against
+// the service's).
 const (
 	CodeConflict            int32 = 40901 // the id is taken by a different plant
 	CodePlantNotFound       int32 = 40402 // no plant has that id

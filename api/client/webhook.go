@@ -13,18 +13,10 @@ import (
 	"time"
 )
 
-// The event types the plant store's webhooks carry (contract section 11).
-const (
-	EventPlantCreated = "plant.created"
-	EventPlantDeleted = "plant.deleted"
-)
-
-// WebhookEvent is the body of a webhook: {"type", "timestamp", "data"}.
-type WebhookEvent struct {
-	Type      string      `json:"type"`
-	Timestamp time.Time   `json:"timestamp"`
-	Data      StoredPlant `json:"data"`
-}
+// The body of a webhook is WebhookEvent and its event types are
+// EventPlantCreated and EventPlantDeleted, generated from the document's
+// x-webhooks and its WebhookEvent schema (client.gen.go); this file adds the
+// Standard Webhooks verification a receiver needs before it trusts one.
 
 // DefaultWebhookTolerance is how far a webhook's timestamp may be from the
 // receiver's clock, either way, the Standard Webhooks libraries' default.

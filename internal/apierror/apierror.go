@@ -14,8 +14,8 @@ import (
 // Code is a stable error value: the HTTP status times 100 plus a detail.
 type Code int32
 
-// The codes of the contract. Their meanings are documented in the README and
-// the served OpenAPI document; a code never changes meaning once released.
+// The codes of the contract. A code never changes meaning once released;
+// All says what each means, for the API reference.
 const (
 	MalformedJSON      Code = 40001
 	MissingField       Code = 40002
@@ -43,6 +43,43 @@ const (
 
 // Status is the HTTP status a code is sent with.
 func (c Code) Status() int { return int(c) / 100 }
+
+// Described is a code with its meaning for a person reading the API
+// reference (Markdown: `code` spans).
+type Described struct {
+	Code    Code
+	Meaning string
+}
+
+// All lists every code in ascending order with its meaning: the error
+// tables of docs/api.md and of the served OpenAPI document are checked
+// against it.
+func All() []Described {
+	return []Described{
+		{MalformedJSON, "malformed JSON: empty body, not valid JSON, not a single object, content after the object, invalid UTF-8"},
+		{MissingField, "required field missing (`id`, `name`)"},
+		{WrongType, "field of the wrong type (`id` not an integer literal, e.g. a string, fraction, exponent or null; `name`/`tag` not a string); the `{id}` of a path not a canonical decimal integer"},
+		{OutOfRange, "value out of range or too long (`id` outside int64; `name` not 1–200 code points; `tag` over 100 code points); the `{id}` of a path outside int64"},
+		{DuplicateKey, "duplicate key in the object"},
+		{BadCharacters, "forbidden characters: a control character or an invalid Unicode escape (lone surrogate) in `name` or `tag`"},
+		{CaseVariantKey, "case variant of a field name (`ID`, `Name`, `TAG`, ...): field names are case-sensitive, and parsers that match keys case-insensitively would read the body differently"},
+		{BadLimit, "`limit` of `GET /plants` not an integer from 1 to 100"},
+		{BadCursor, "`cursor` of `GET /plants` not one the service issued"},
+		{CredentialsMissing, "credentials missing: no Authorization header"},
+		{TokenRejected, "token not accepted (unknown or expired)"},
+		{MalformedAuth, "malformed Authorization header (not `Bearer <token>`)"},
+		{InsufficientScope, "the token lacks the scope the operation needs (`plants:read` or `plants:write`)"},
+		{NotFound, "unknown path"},
+		{PlantNotFound, "no plant has that id"},
+		{MethodNotAllowed, "method not allowed on a known path"},
+		{IDTaken, "id already taken by a different plant"},
+		{BodyTooLarge, "body larger than 64 KiB"},
+		{UnsupportedMedia, "content type is not application/json"},
+		{RateLimited, "the client's rate limit is exhausted; retry after Retry-After"},
+		{Internal, "internal error (the message reveals nothing internal)"},
+		{StoreUnavailable, "store unavailable or timed out; retry after Retry-After"},
+	}
+}
 
 // Error is a failure to report to the client. Message must help a person fix
 // the request and must never carry internal detail or a credential.

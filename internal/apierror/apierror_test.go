@@ -2,23 +2,25 @@ package apierror_test
 
 import (
 	"bytes"
+	"flag"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/apierror"
 	"github.com/plantstore/plantstore/internal/apierror/apierrortest"
+	"github.com/plantstore/plantstore/internal/docgen"
 )
 
 // allCodes lists every defined code with the status it must be sent with.
-// A new constant must be added here, and then the test below makes sure it is
-// documented in the OpenAPI document.
+// A new constant must be added here and to All, which the API reference and
+// the OpenAPI document's error table are checked against.
 var allCodes = []struct {
 	name   string
 	code   apierror.Code
@@ -264,54 +266,59 @@ func TestErrorAndNew(t *testing.T) {
 	}
 }
 
-// TestCodesDocumentedInOpenAPI keeps the error table of the served OpenAPI
-// document (info.description) and the constants from drifting apart: every
-// constant has a row with its status, and every row is a constant.
+// TestAllListsEveryCode: All, which the API reference is made from, has
+// every constant once, in ascending order, each with a meaning a table cell
+// can hold.
+func TestAllListsEveryCode(t *testing.T) {
+	all := apierror.All()
+	if len(all) != len(allCodes) {
+		t.Errorf("All() has %d codes, the constants are %d", len(all), len(allCodes))
+	}
+	for i, c := range allCodes {
+		if i >= len(all) {
+			break
+		}
+		if all[i].Code != c.code {
+			t.Errorf("All()[%d] = %d, want %s (%d): every constant, in ascending order", i, all[i].Code, c.name, c.value)
+		}
+		if m := all[i].Meaning; m == "" || strings.ContainsAny(m, "|\n") {
+			t.Errorf("%s: meaning %q must be one non-empty line without |", c.name, m)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the generated parts of the docs")
+
+// errorTable is the error-code table of the API reference.
+func errorTable() string {
+	rows := make([][]string, 0, len(apierror.All()))
+	for _, d := range apierror.All() {
+		rows = append(rows, []string{strconv.Itoa(int(d.Code)), strconv.Itoa(d.Code.Status()), d.Meaning})
+	}
+	return docgen.Table([]string{"error", "status", "meaning"}, rows)
+}
+
+// TestErrorsDoc: docs/api.md's error table is All.
+func TestErrorsDoc(t *testing.T) {
+	docgen.Check(t, "docs/api.md", "errors", errorTable(), *update)
+}
+
+// TestCodesDocumentedInOpenAPI: the served OpenAPI document's error table
+// (info.description, inside a YAML block, so checked rather than rewritten)
+// has the rows of All, the same text, nothing more.
 func TestCodesDocumentedInOpenAPI(t *testing.T) {
-	doc, err := os.ReadFile("../../api/openapi.yaml")
+	doc, err := os.ReadFile(filepath.Join(docgen.Root(t), "api", "openapi.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(doc)
-
-	row := regexp.MustCompile(`(?m)^\s*\|\s*(\d{5})\s*\|\s*(\d{3})\s*\|\s*(\S[^|]*?)\s*\|\s*$`)
-	documented := map[int32]int{}
-	for _, m := range row.FindAllStringSubmatch(text, -1) {
-		code, _ := strconv.Atoi(m[1])
-		status, _ := strconv.Atoi(m[2])
-		if _, dup := documented[int32(code)]; dup {
-			t.Errorf("code %d has two rows in the table", code)
-		}
-		documented[int32(code)] = status
+	row := regexp.MustCompile(`(?m)^\s*(\|\s*\d{5}\s*\|.*)$`)
+	var got []string
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		got = append(got, strings.TrimSpace(m[1]))
 	}
-	if len(documented) == 0 {
-		t.Fatal("no error table rows (| code | status | meaning |) found in api/openapi.yaml")
-	}
-
-	defined := map[int32]bool{}
-	for _, c := range allCodes {
-		defined[c.value] = true
-		status, ok := documented[c.value]
-		if !ok {
-			t.Errorf("%s (%d) has no row in the error table of api/openapi.yaml", c.name, c.value)
-			continue
-		}
-		if status != c.status {
-			t.Errorf("%s (%d) is documented with status %d, want %d", c.name, c.value, status, c.status)
-		}
-		// The Error schema's description lists the codes again.
-		if n := strings.Count(text, strconv.Itoa(int(c.value))); n < 2 {
-			t.Errorf("%s (%d) appears %d time(s) in api/openapi.yaml, want it in the table and in the Error schema", c.name, c.value, n)
-		}
-	}
-	var extra []int
-	for code := range documented {
-		if !defined[code] {
-			extra = append(extra, int(code))
-		}
-	}
-	sort.Ints(extra)
-	if len(extra) > 0 {
-		t.Errorf("api/openapi.yaml documents codes that are not constants: %v", extra)
+	want := strings.Split(strings.TrimSpace(errorTable()), "\n")[2:] // the rows, not the header
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the error table of api/openapi.yaml (info.description) is not apierror.All(); make its rows these:\n%s\ndifference:\n%s",
+			strings.Join(want, "\n"), docgen.Diff(strings.Join(got, "\n"), strings.Join(want, "\n")))
 	}
 }

@@ -168,10 +168,17 @@ func TestLinks(t *testing.T) {
 				t.Errorf("%s: link %s leaves the repository; describe it here", file, target)
 				continue
 			}
-			body, err := os.ReadFile(filepath.Join(root, dest))
+			info, err := os.Stat(filepath.Join(root, dest))
 			if err != nil {
 				t.Errorf("%s: link %s: %v", file, target, err)
 				continue
+			}
+			if info.IsDir() {
+				continue
+			}
+			body, err := os.ReadFile(filepath.Join(root, dest))
+			if err != nil {
+				t.Fatal(err)
 			}
 			if anchor != "" && strings.HasSuffix(dest, ".md") && !anchors(string(body))[anchor] {
 				t.Errorf("%s: link %s: %s has no heading #%s", file, target, dest, anchor)

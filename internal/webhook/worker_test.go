@@ -160,7 +160,7 @@ func TestWorker(t *testing.T) {
 	if got := testutil.ToFloat64(metrics.deliveries.WithLabelValues("good", OutcomeDelivered)); got != events {
 		t.Errorf("deliveries counted %v", got)
 	}
-	types := map[string]int{}
+	types := map[client.WebhookEventType]int{}
 	good.mu.Lock()
 	for _, ev := range good.events {
 		types[ev.Type]++

@@ -1,11 +1,16 @@
-// Package openapi checks api/openapi.yaml and the client generated from it:
-// the document passes kin-openapi's validator with every optional check on,
-// and api/client/client.gen.go is what the document generates.
+// Package openapi checks api/openapi.yaml and what is made from it: the
+// document, its webhooks included, passes kin-openapi's validator with every
+// optional check on; api/client/client.gen.go is what the document
+// generates; the webhooks the service sends are what the document declares;
+// and the tables of docs/api.md are the document's.
 package openapi
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -24,15 +29,61 @@ var strict = []openapi3.ValidationOption{
 	openapi3.ProhibitExtensionsWithRef(),
 }
 
-// validate loads an OpenAPI document and validates it with the strict options.
-func validate(t *testing.T, doc []byte) error {
-	t.Helper()
+// webhooksKey is where the document declares its webhooks: OpenAPI 3.1's
+// webhooks under an extension's name, since the document is 3.0.3.
+const webhooksKey = "x-webhooks"
+
+// webhookPath is where loadDocument puts the webhook name among the paths.
+func webhookPath(name string) string { return "/" + webhooksKey + "/" + name }
+
+// loadDocument loads an OpenAPI document with kin-openapi and moves each of
+// its x-webhooks under paths, at webhookPath(name). kin-openapi keeps an
+// extension as opaque data, neither resolving its references nor validating
+// it; as a path item a webhook is checked like any operation, and
+// openapi3filter can validate a request against it.
+func loadDocument(data []byte) (*openapi3.T, error) {
 	loader := openapi3.NewLoader()
-	spec, err := loader.LoadFromData(doc)
+	doc, err := loader.LoadFromData(data)
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := doc.Extensions[webhooksKey]
+	if !ok {
+		return nil, fmt.Errorf("the document has no %s", webhooksKey)
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var webhooks map[string]*openapi3.PathItem
+	if err := json.Unmarshal(b, &webhooks); err != nil {
+		return nil, fmt.Errorf("%s: %w", webhooksKey, err)
+	}
+	names := make([]string, 0, len(webhooks))
+	for name := range webhooks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if doc.Paths.Value(webhookPath(name)) != nil {
+			return nil, fmt.Errorf("the path %s exists already", webhookPath(name))
+		}
+		doc.Paths.Set(webhookPath(name), webhooks[name])
+	}
+	if err := loader.ResolveRefsIn(doc, nil); err != nil {
+		return nil, fmt.Errorf("%s: %w", webhooksKey, err)
+	}
+	return doc, nil
+}
+
+// validate loads an OpenAPI document and validates it with the strict options.
+func validate(t *testing.T, data []byte) error {
+	t.Helper()
+	doc, err := loadDocument(data)
 	if err != nil {
 		return err
 	}
-	return spec.Validate(t.Context(), strict...)
+	return doc.Validate(t.Context(), strict...)
 }
 
 func readDocument(t *testing.T) string {
@@ -65,6 +116,14 @@ func TestValidatorIsStrict(t *testing.T) {
 		{"a sibling of a $ref", "        '400':\n          $ref: '#/components/responses/BadListQuery'\n",
 			"        '400':\n          description: x\n          $ref: '#/components/responses/BadListQuery'\n", "description"},
 		{"a reference to nothing", "$ref: '#/components/responses/PlantNotFound'", "$ref: '#/components/responses/PlantNotFond'", "PlantNotFond"},
+		// The webhooks are checked too, not carried as an opaque extension.
+		{"a webhook's reference to nothing", "- $ref: '#/components/parameters/WebhookId'\n", "- $ref: '#/components/parameters/WebhookID'\n", "WebhookID"},
+		{"a webhook example with the other event's type",
+			"              type: plant.deleted\n", "              type: plant.created\n", "example"},
+		{"a webhook example whose timestamp is not a date-time",
+			"              timestamp: '2026-01-02T03:09:41.5Z'\n", "              timestamp: 'yesterday'\n", "date-time"},
+		{"a webhook header example outside its pattern",
+			"      example: msg_0f3c2b4a5d6e7f8091a2b3c4d5e6f708\n", "      example: 0f3c2b4a5d6e7f8091a2b3c4d5e6f708\n", "pattern"},
 	}
 	doc := readDocument(t)
 	for _, tc := range cases {
