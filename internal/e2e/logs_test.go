@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/otlptest"
 	"github.com/plantstore/plantstore/internal/redistest"
 )
 
@@ -272,7 +273,7 @@ func TestAccessLog(t *testing.T) {
 			}
 		})
 	}
-	rec.assertHealthy(t)
+	rec.CheckNoRefusals(t)
 }
 
 // TestTokensNeverInTelemetry sends the accepted token and refused
@@ -351,8 +352,8 @@ func TestTokensNeverInTelemetry(t *testing.T) {
 		t.Fatalf("only %d spans exported for %d requests", n, len(reqs))
 	}
 	checkNoSecrets(t, rec, secrets...)
-	rec.assertHealthy(t)
+	rec.CheckNoRefusals(t)
 	if t.Failed() {
-		t.Logf("spans:\n%s", describeSpans(rec.Spans()))
+		t.Logf("spans:\n%s", otlptest.Describe(rec.Spans()))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/plantstore/plantstore/internal/otlptest"
 	"github.com/plantstore/plantstore/internal/redistest"
 )
 
@@ -106,7 +107,7 @@ func TestResourceRoutesTelemetry(t *testing.T) {
 
 	t.Run("server spans named by route template", func(t *testing.T) {
 		for _, c := range calls {
-			spans := rec.waitSpans(t, spanWait, "the server span of "+c.method+" "+c.path, func(spans []receivedSpan) bool {
+			spans := rec.WaitSpans(t, spanWait, "the server span of "+c.method+" "+c.path, func(spans []otlptest.Span) bool {
 				_, ok := serverSpan(spans, c.traceID, c.parentID)
 				return ok
 			})

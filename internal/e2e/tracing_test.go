@@ -12,6 +12,7 @@ import (
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
+	"github.com/plantstore/plantstore/internal/otlptest"
 	"github.com/plantstore/plantstore/internal/redistest"
 )
 
@@ -21,19 +22,19 @@ const (
 )
 
 // serverSpan returns the SERVER span of the trace whose parent is parentID.
-func serverSpan(spans []receivedSpan, traceID, parentID string) (receivedSpan, bool) {
-	for _, s := range inTrace(spans, traceID) {
+func serverSpan(spans []otlptest.Span, traceID, parentID string) (otlptest.Span, bool) {
+	for _, s := range otlptest.InTrace(spans, traceID) {
 		if s.GetKind() == tracepb.Span_SPAN_KIND_SERVER && s.ParentSpanID() == parentID {
 			return s, true
 		}
 	}
-	return receivedSpan{}, false
+	return otlptest.Span{}, false
 }
 
 // childrenOf returns the spans whose parent is span.
-func childrenOf(spans []receivedSpan, span receivedSpan) []receivedSpan {
-	var out []receivedSpan
-	for _, s := range inTrace(spans, span.TraceID()) {
+func childrenOf(spans []otlptest.Span, span otlptest.Span) []otlptest.Span {
+	var out []otlptest.Span
+	for _, s := range otlptest.InTrace(spans, span.TraceID()) {
 		if s.ParentSpanID() == span.SpanID() {
 			out = append(out, s)
 		}
@@ -43,8 +44,8 @@ func childrenOf(spans []receivedSpan, span receivedSpan) []receivedSpan {
 
 // hasServerAndRedisSpans matches once the trace's server span and a Redis
 // child of it have arrived.
-func hasServerAndRedisSpans(traceID, parentID string) func([]receivedSpan) bool {
-	return func(spans []receivedSpan) bool {
+func hasServerAndRedisSpans(traceID, parentID string) func([]otlptest.Span) bool {
+	return func(spans []otlptest.Span) bool {
 		srv, ok := serverSpan(spans, traceID, parentID)
 		if !ok {
 			return false
@@ -55,11 +56,11 @@ func hasServerAndRedisSpans(traceID, parentID string) func([]receivedSpan) bool 
 
 // isCreateScript matches the span of the store's create script: EVALSHA, or
 // EVAL when Redis did not have the script cached yet.
-func isCreateScript(c receivedSpan) bool {
+func isCreateScript(c otlptest.Span) bool {
 	return (c.GetName() == "evalsha" || c.GetName() == "eval") && c.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR
 }
 
-func wantAttr(t *testing.T, s receivedSpan, key, want string) {
+func wantAttr(t *testing.T, s otlptest.Span, key, want string) {
 	t.Helper()
 	if got, ok := s.Attr(key); !ok || got != want {
 		t.Errorf("span %q: attribute %s = %q (present %v), want %q", s.GetName(), key, got, ok, want)
@@ -72,7 +73,7 @@ func wantAttr(t *testing.T, s receivedSpan, key, want string) {
 func checkNoSecrets(t *testing.T, rec *otlpReceiver, secrets ...string) {
 	t.Helper()
 	for _, s := range rec.Spans() {
-		for _, text := range textOf(s) {
+		for _, text := range s.Texts() {
 			for _, secret := range secrets {
 				if strings.Contains(text, secret) {
 					t.Errorf("span %q carries a token: %s", s.GetName(), text)
@@ -109,7 +110,7 @@ func TestTracesExported(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	spans := rec.waitSpans(t, spanWait, "the server span of "+traceID+" and its Redis child", hasServerAndRedisSpans(traceID, parentID))
+	spans := rec.WaitSpans(t, spanWait, "the server span of "+traceID+" and its Redis child", hasServerAndRedisSpans(traceID, parentID))
 	srv, _ := serverSpan(spans, traceID, parentID)
 
 	t.Run("server span", func(t *testing.T) {
@@ -126,30 +127,30 @@ func TestTracesExported(t *testing.T) {
 		if c := srv.GetStatus().GetCode(); c == tracepb.Status_STATUS_CODE_ERROR {
 			t.Errorf("a 200 has span status %v", c)
 		}
-		if n := len(inTrace(spans, traceID)); n < 2 {
+		if n := len(otlptest.InTrace(spans, traceID)); n < 2 {
 			t.Errorf("%d spans in the trace", n)
 		}
 		// Exactly one server span in the trace: the incoming one is its parent.
 		var servers int
-		for _, sp := range inTrace(spans, traceID) {
+		for _, sp := range otlptest.InTrace(spans, traceID) {
 			if sp.GetKind() == tracepb.Span_SPAN_KIND_SERVER {
 				servers++
 			}
 		}
 		if servers != 1 {
-			t.Errorf("%d server spans in the trace, want 1:\n%s", servers, describeSpans(inTrace(spans, traceID)))
+			t.Errorf("%d server spans in the trace, want 1:\n%s", servers, otlptest.Describe(otlptest.InTrace(spans, traceID)))
 		}
 	})
 
 	t.Run("redis child span", func(t *testing.T) {
-		var set receivedSpan
+		var set otlptest.Span
 		for _, c := range childrenOf(spans, srv) {
 			if isCreateScript(c) {
 				set = c
 			}
 		}
 		if set.Span == nil {
-			t.Fatalf("no Redis create-script span under the server span:\n%s", describeSpans(inTrace(spans, traceID)))
+			t.Fatalf("no Redis create-script span under the server span:\n%s", otlptest.Describe(otlptest.InTrace(spans, traceID)))
 		}
 		if set.GetKind() != tracepb.Span_SPAN_KIND_CLIENT {
 			t.Errorf("Redis span kind %v, want CLIENT", set.GetKind())
@@ -165,8 +166,8 @@ func TestTracesExported(t *testing.T) {
 		if v, ok := set.Attr("db.statement"); ok {
 			t.Errorf("Redis span records the statement: %q", v)
 		}
-		for _, sp := range inTrace(spans, traceID) {
-			for _, text := range textOf(sp) {
+		for _, sp := range otlptest.InTrace(spans, traceID) {
+			for _, text := range sp.Texts() {
 				if strings.Contains(text, plantName) {
 					t.Errorf("span %q carries the plant's data: %s", sp.GetName(), text)
 				}
@@ -211,7 +212,7 @@ func TestTracesExported(t *testing.T) {
 		spans := rec.Spans()
 		srv, ok := serverSpan(spans, traceID, parentID)
 		if !ok {
-			t.Fatalf("the 503's server span was not exported by the time the process exited:\n%s", describeSpans(spans))
+			t.Fatalf("the 503's server span was not exported by the time the process exited:\n%s", otlptest.Describe(spans))
 		}
 		if srv.GetName() != "POST /plants" {
 			t.Errorf("server span named %q", srv.GetName())
@@ -225,7 +226,7 @@ func TestTracesExported(t *testing.T) {
 	t.Run("no credentials in spans", func(t *testing.T) {
 		checkNoSecrets(t, rec, s.Token)
 	})
-	rec.assertHealthy(t)
+	rec.CheckNoRefusals(t)
 }
 
 // TestTracesFlushedOnShutdown: with a batch delay of an hour, only the
@@ -240,17 +241,17 @@ func TestTracesFlushedOnShutdown(t *testing.T) {
 	if r := s.Do(t, http.MethodPost, "/plants", `{"id": 1, "name": "Ivy"}`, map[string]string{"traceparent": traceparent}); r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	if got := inTrace(rec.Spans(), traceID); len(got) != 0 {
-		t.Fatalf("spans exported before the hour's batch delay (is OTEL_BSP_SCHEDULE_DELAY ignored?):\n%s", describeSpans(got))
+	if got := otlptest.InTrace(rec.Spans(), traceID); len(got) != 0 {
+		t.Fatalf("spans exported before the hour's batch delay (is OTEL_BSP_SCHEDULE_DELAY ignored?):\n%s", otlptest.Describe(got))
 	}
 	if code := s.Signal(t, syscall.SIGTERM, defaultExitWait); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.Logs)
 	}
 	spans := rec.Spans()
 	if !hasServerAndRedisSpans(traceID, parentID)(spans) {
-		t.Fatalf("after exit the receiver lacks the request's server and Redis spans: the shutdown did not flush them:\n%s", describeSpans(spans))
+		t.Fatalf("after exit the receiver lacks the request's server and Redis spans: the shutdown did not flush them:\n%s", otlptest.Describe(spans))
 	}
-	rec.assertHealthy(t)
+	rec.CheckNoRefusals(t)
 }
 
 // exemplarLine matches a bucket line of the OpenMetrics exposition with an
@@ -275,7 +276,7 @@ func TestExemplarsCarryTraceIDs(t *testing.T) {
 			t.Fatalf("create: %d %s", r.Status, r.Body)
 		}
 	}
-	rec.waitSpans(t, spanWait, "the last request's spans", hasServerAndRedisSpans(last, lastParent))
+	rec.WaitSpans(t, spanWait, "the last request's spans", hasServerAndRedisSpans(last, lastParent))
 
 	text := s.Scrape(t, openMetrics)
 
@@ -310,7 +311,7 @@ func TestExemplarsCarryTraceIDs(t *testing.T) {
 	if found == 0 {
 		t.Fatalf("no POST /plants 200 bucket carries a trace_id exemplar:\n%s", grepLines(text, httpDuration))
 	}
-	rec.assertHealthy(t)
+	rec.CheckNoRefusals(t)
 }
 
 func grepLines(text, substr string) string {
