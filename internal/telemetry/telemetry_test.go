@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/plantstore/plantstore/internal/otlptest"
 	"github.com/plantstore/plantstore/internal/version"
 )
+
+// receiverURL in a case's environment stands for the URL of an OTLP
+// receiver the case's span must reach.
+const receiverURL = "RECEIVER"
 
 func TestNewTracingFromEnvironment(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,8 +26,8 @@ func TestNewTracingFromEnvironment(t *testing.T) {
 		err       string
 	}{
 		{name: "no endpoint is a no-op", env: map[string]string{}},
-		{name: "endpoint exports", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}, exporting: true},
-		{name: "traces endpoint exports", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:4318/v1/traces"}, exporting: true},
+		{name: "endpoint exports", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": receiverURL}, exporting: true},
+		{name: "traces endpoint exports", env: map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": receiverURL + otlptest.Path}, exporting: true},
 		{name: "grpc", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, exporting: true},
 		{name: "sdk disabled", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "TRUE"}},
 		{name: "exporter none", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_TRACES_EXPORTER": "none"}},
@@ -29,11 +35,16 @@ func TestNewTracingFromEnvironment(t *testing.T) {
 		{name: "unknown protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, err: "OTEL_EXPORTER_OTLP_PROTOCOL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			rec := otlptest.NewRecorder()
+			srv := httptest.NewServer(rec)
+			defer srv.Close()
 			for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
 				"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
-				t.Setenv(k, tc.env[k])
+				t.Setenv(k, strings.Replace(tc.env[k], receiverURL, srv.URL, 1))
 			}
-			tr, err := NewTracing(context.Background(), version.Get())
+			t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "k8s.pod.name=pod-1")
+			info := version.Info{Version: "1.2.3"}
+			tr, err := NewTracing(context.Background(), info)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one naming %s", err, tc.err)
@@ -57,6 +68,24 @@ func TestNewTracingFromEnvironment(t *testing.T) {
 				t.Fatalf("span context valid = %v, want %v", span.SpanContext().IsValid(), tc.exporting)
 			}
 			span.End()
+			if !strings.Contains(tc.env["OTEL_EXPORTER_OTLP_ENDPOINT"]+tc.env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"], receiverURL) {
+				return
+			}
+			// The shutdown flushes the span to the receiver, with the
+			// service's resource and the environment's attributes.
+			if err := tr.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rec.CheckNoRefusals(t)
+			spans := rec.Spans()
+			if len(spans) != 1 || spans[0].GetName() != "s" || spans[0].SpanID() != span.SpanContext().SpanID().String() {
+				t.Fatalf("received:\n%s", otlptest.Describe(spans))
+			}
+			for key, want := range map[string]string{"service.name": ServiceName, "service.version": info.Version, "k8s.pod.name": "pod-1"} {
+				if got, _ := spans[0].ResourceAttr(key); got != want {
+					t.Errorf("resource %s = %q, want %q", key, got, want)
+				}
+			}
 		})
 	}
 }
