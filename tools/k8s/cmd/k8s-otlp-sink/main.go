@@ -2,9 +2,9 @@
 // Prometheus scenario (tools/k8s/cluster-test.d/60-prometheus.sh): it stands
 // where a user's OpenTelemetry Collector would, so that plantstore exports
 // its sampled spans for real and its histogram exemplars carry the ids of
-// traces a collector received. It accepts OTLP/HTTP protobuf exports
-// (POST /v1/traces, gzip or not), remembers every trace id it saw, and
-// answers
+// traces a collector received. It takes OTLP/HTTP protobuf exports
+// (POST /v1/traces, gzip or not) with the receiver the tests use
+// (internal/otlptest), remembers every trace id it saw, and answers
 //
 //	GET /traces/ID   200 if a span of trace ID (32 hex digits) arrived, else 404
 //	GET /stats       {"requests": N, "spans": N, "traces": N, "hooks": N} as JSON
@@ -12,27 +12,26 @@
 // It also takes webhook deliveries (POST /hooks/..., counted and answered
 // 204), so that the same pod can be the release's webhook subscriber.
 //
-// It decodes only the fields it needs (resource_spans → scope_spans → spans
-// → trace_id) with a protobuf walk of its own, so this module needs no
-// OpenTelemetry dependency.
+// It is a module of its own (go.mod beside this file) because it imports
+// the main module: in tools/k8s's module that import would move the
+// Kubernetes tools' dependencies to the service's versions.
 //
 //	k8s-otlp-sink -addr :4318 -max-traces 1000000
 package main
 
 import (
-	"compress/gzip"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/otlptest"
 )
 
 func main() {
@@ -62,47 +61,26 @@ func newSink(max int) *sink { return &sink{max: max, traces: map[[16]byte]struct
 
 func (s *sink) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/traces", s.export)
+	mux.Handle(otlptest.Path, otlptest.Handler(s.export, func(r otlptest.Refusal) { log.Printf("refused an export: %v", r) }))
 	mux.HandleFunc("GET /traces/{id}", s.lookup)
 	mux.HandleFunc("GET /stats", s.stats)
 	mux.HandleFunc("POST /hooks/", s.hook)
 	return mux
 }
 
-// export takes one ExportTraceServiceRequest and answers an empty
-// ExportTraceServiceResponse (a zero-length protobuf message).
-func (s *sink) export(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = http.MaxBytesReader(w, r.Body, 64<<20)
-	if strings.EqualFold(r.Header.Get("Content-Encoding"), "gzip") {
-		zr, err := gzip.NewReader(body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		defer zr.Close()
-		body = zr
-	}
-	data, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	ids, err := traceIDs(data)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
+// export records one decoded export; the receiver has checked that every
+// trace id is 16 bytes.
+func (s *sink) export(e otlptest.Export) {
+	spans := e.Spans()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.requests++
-	s.spans += len(ids)
-	for _, id := range ids {
+	s.spans += len(spans)
+	for _, sp := range spans {
 		if len(s.traces) < s.max {
-			s.traces[id] = struct{}{}
+			s.traces[[16]byte(sp.GetTraceId())] = struct{}{}
 		}
 	}
-	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.WriteHeader(http.StatusOK)
 }
 
 func (s *sink) lookup(w http.ResponseWriter, r *http.Request) {
@@ -136,86 +114,4 @@ func (s *sink) hook(w http.ResponseWriter, r *http.Request) {
 	s.hooks++
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// traceIDs returns the trace id of every span of an ExportTraceServiceRequest:
-// resource_spans (1) → scope_spans (2) → spans (2) → trace_id (1).
-func traceIDs(req []byte) ([][16]byte, error) {
-	var ids [][16]byte
-	err := eachField(req, 1, func(rs []byte) error {
-		return eachField(rs, 2, func(ss []byte) error {
-			return eachField(ss, 2, func(span []byte) error {
-				return eachField(span, 1, func(id []byte) error {
-					if len(id) != 16 {
-						return fmt.Errorf("trace_id of %d bytes", len(id))
-					}
-					ids = append(ids, [16]byte(id))
-					return nil
-				})
-			})
-		})
-	})
-	return ids, err
-}
-
-var errTruncated = errors.New("truncated protobuf message")
-
-// eachField calls fn with the payload of every length-delimited field number
-// num of the message msg, skipping every other field.
-func eachField(msg []byte, num uint64, fn func([]byte) error) error {
-	for len(msg) > 0 {
-		key, n := uvarint(msg)
-		if n <= 0 {
-			return errTruncated
-		}
-		msg = msg[n:]
-		switch key & 7 {
-		case 0: // varint
-			_, n = uvarint(msg)
-			if n <= 0 {
-				return errTruncated
-			}
-			msg = msg[n:]
-		case 1: // fixed64
-			if len(msg) < 8 {
-				return errTruncated
-			}
-			msg = msg[8:]
-		case 5: // fixed32
-			if len(msg) < 4 {
-				return errTruncated
-			}
-			msg = msg[4:]
-		case 2: // length-delimited
-			l, n := uvarint(msg)
-			if n <= 0 || uint64(len(msg)-n) < l {
-				return errTruncated
-			}
-			payload := msg[n : n+int(l)]
-			msg = msg[n+int(l):]
-			if key>>3 == num {
-				if err := fn(payload); err != nil {
-					return err
-				}
-			}
-		default:
-			return fmt.Errorf("unsupported wire type %d", key&7)
-		}
-	}
-	return nil
-}
-
-// uvarint decodes a protobuf varint; n <= 0 when msg is too short or it
-// overflows.
-func uvarint(msg []byte) (v uint64, n int) {
-	for i, b := range msg {
-		if i == 10 {
-			return 0, -1
-		}
-		v |= uint64(b&0x7f) << (7 * i)
-		if b < 0x80 {
-			return v, i + 1
-		}
-	}
-	return 0, 0
 }

@@ -8,70 +8,28 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
-// Protobuf encoding helpers for the test's messages.
-func varint(v uint64) []byte {
-	var b []byte
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
+// export is an ExportTraceServiceRequest with one span per trace id, as
+// the exporter sends it.
+func export(t *testing.T, traceIDs ...[]byte) []byte {
+	t.Helper()
+	var spans []*tracepb.Span
+	for _, id := range traceIDs {
+		spans = append(spans, &tracepb.Span{TraceId: id, SpanId: bytes.Repeat([]byte{9}, 8), Name: "POST /plants",
+			Kind: tracepb.Span_SPAN_KIND_SERVER, StartTimeUnixNano: 1})
 	}
-	return append(b, byte(v))
-}
-
-func field(num uint64, payload []byte) []byte {
-	return append(append(varint(num<<3|2), varint(uint64(len(payload)))...), payload...)
-}
-
-func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-
-// span is a Span with the fields around trace_id an exporter sends: span_id
-// (2), name (5), start_time_unix_nano (7, fixed64) and kind (6, varint).
-func span(traceID []byte) []byte {
-	start := append(varint(7<<3|1), 1, 2, 3, 4, 5, 6, 7, 8)
-	return concat(field(1, traceID), field(2, bytes.Repeat([]byte{9}, 8)), field(5, []byte("POST /plants")), varint(6<<3), varint(2), start)
-}
-
-func request(spans ...[]byte) []byte {
-	var ss []byte
-	ss = append(ss, field(1, []byte("scope"))...)
-	for _, s := range spans {
-		ss = append(ss, field(2, s)...)
+	b, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	resource := field(1, field(1, []byte("service.name")))
-	return field(1, concat(resource, field(2, ss)))
-}
-
-func TestTraceIDs(t *testing.T) {
-	a, _ := hex.DecodeString("0af7651916cd43dd8448eb211c80319c")
-	b, _ := hex.DecodeString("4bf92f3577b34da6a3ce929d0e0e4736")
-	good := request(span(a), span(b), span(a))
-	tests := []struct {
-		name    string
-		msg     []byte
-		want    int
-		wantErr bool
-	}{
-		{"three spans of two traces", good, 3, false},
-		{"empty request", nil, 0, false},
-		{"truncated", good[:len(good)-3], 0, true},
-		{"trace id of 8 bytes", request(span(a[:8])), 0, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ids, err := traceIDs(tt.msg)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
-			}
-			if len(ids) != tt.want {
-				t.Fatalf("%d ids, want %d", len(ids), tt.want)
-			}
-			if tt.want > 0 && (!bytes.Equal(ids[0][:], a) || !bytes.Equal(ids[1][:], b)) {
-				t.Errorf("ids %x, want %x then %x", ids, a, b)
-			}
-		})
-	}
+	return b
 }
 
 func TestSinkHTTP(t *testing.T) {
@@ -111,14 +69,17 @@ func TestSinkHTTP(t *testing.T) {
 		_, _ = buf.ReadFrom(resp.Body)
 		return resp.StatusCode, buf.String()
 	}
-	if c := post(request(span(a)), false); c != 200 {
+	if c := post(export(t, a), false); c != 200 {
 		t.Fatalf("plain export: %d", c)
 	}
-	if c := post(request(span(b), span(b)), true); c != 200 {
+	if c := post(export(t, b, b), true); c != 200 {
 		t.Fatalf("gzip export: %d", c)
 	}
 	if c := post([]byte{0x0a, 0x05, 1}, false); c != 400 {
 		t.Fatalf("truncated export: %d, want 400", c)
+	}
+	if c := post(export(t, a[:8]), false); c != 400 {
+		t.Fatalf("export with a trace id of 8 bytes: %d, want 400", c)
 	}
 	for _, tt := range []struct {
 		path string
@@ -140,5 +101,23 @@ func TestSinkHTTP(t *testing.T) {
 	resp.Body.Close()
 	if _, body := get("/stats"); strings.TrimSpace(body) != `{"hooks":1,"requests":2,"spans":3,"traces":2}` {
 		t.Errorf("stats %s", body)
+	}
+}
+
+// TestSinkKeepsAtMostMaxTraces: past -max-traces ids are counted, not kept.
+func TestSinkKeepsAtMostMaxTraces(t *testing.T) {
+	s := newSink(1)
+	srv := httptest.NewServer(s.handler())
+	defer srv.Close()
+	for _, id := range []string{"0af7651916cd43dd8448eb211c80319c", "4bf92f3577b34da6a3ce929d0e0e4736"} {
+		b, _ := hex.DecodeString(id)
+		resp, err := http.Post(srv.URL+"/v1/traces", "application/x-protobuf", bytes.NewReader(export(t, b)))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("export: %v %v", resp, err)
+		}
+		resp.Body.Close()
+	}
+	if len(s.traces) != 1 || s.spans != 2 || s.requests != 2 {
+		t.Errorf("kept %d traces of %d spans in %d requests, want 1 of 2 in 2", len(s.traces), s.spans, s.requests)
 	}
 }
