@@ -1,9 +1,10 @@
 // Command k8s-load is the open-loop create load of the cluster scenarios
 // (tools/k8s/cluster.sh). It runs in a pod of the release's namespace and
 // posts fresh plants to the Service at a fixed rate whatever the answers
-// take, so that a slow or missing replica shows as errors rather than as a
-// slower load. It classifies every answer, checks afterwards that every
-// acknowledged plant is stored, and prints one JSON summary line.
+// take (vegeta's attacker and constant pacer), so that a slow or missing
+// replica shows as errors rather than as a slower load. It classifies every
+// answer, checks afterwards that every acknowledged plant is stored, and
+// prints one JSON summary line.
 //
 //	k8s-load -url http://plantstore:8080 -token-file /etc/load/tokens -rate 250 -duration 60s
 //
@@ -27,7 +28,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 func main() {
@@ -37,11 +41,11 @@ func main() {
 	flag.Float64Var(&o.rate, "rate", 200, "creates per second (open loop)")
 	flag.DurationVar(&o.duration, "duration", 30*time.Second, "how long to send")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "deadline of one request")
-	flag.IntVar(&o.maxInFlight, "max-in-flight", 1000, "requests in flight at most; a tick beyond it counts as a generator stall")
+	flag.IntVar(&o.maxInFlight, "max-in-flight", 1000, "requests in flight at most; a slot falling due beyond it counts as a generator stall")
 	flag.DurationVar(&o.verifyFor, "verify-for", 60*time.Second, "how long the check of acknowledged plants may take")
 	flag.Parse()
-	if o.url == "" || o.tokenFile == "" || o.rate <= 0 || o.duration <= 0 {
-		fmt.Fprintln(os.Stderr, "k8s-load: -url, -token-file, a positive -rate and -duration are required")
+	if o.url == "" || o.tokenFile == "" || o.rate <= 0 || o.duration <= 0 || o.maxInFlight <= 0 {
+		fmt.Fprintln(os.Stderr, "k8s-load: -url, -token-file, a positive -rate, -duration and -max-in-flight are required")
 		os.Exit(2)
 	}
 	token, err := firstToken(o.tokenFile)
@@ -99,89 +103,82 @@ type Summary struct {
 	First503, Last503 int64 // Unix ms; 0 when none
 	// FirstOKAfter503 is the first 200 sent after the last 503 (Unix ms).
 	FirstOKAfter503 int64
-	Stalls          int // ticks skipped because max-in-flight requests were open
-	LatencyP50Ms    float64
-	LatencyP99Ms    float64
-	LatencyMaxMs    float64
-	Acknowledged    int
-	Verified        int // acknowledged plants found stored afterwards
-	Lost            []int64
-	Unverifiable    int // checks that got no clear answer within -verify-for
-}
-
-type result struct {
-	id      int64
-	sent    time.Time
-	latency time.Duration
-	code    int
-	retry   bool
-	err     error
+	// Stalls are the slots of the schedule that fell due while
+	// -max-in-flight requests were open, so the create went out late.
+	Stalls int
+	// Latencies of the answered requests: vegeta's estimates of the
+	// percentiles, and the largest.
+	LatencyP50Ms float64
+	LatencyP99Ms float64
+	LatencyMaxMs float64
+	Acknowledged int // 200s
+	Verified     int // acknowledged plants found stored afterwards
+	Lost         []int64
+	// Unverifiable are the acknowledged creates that could not be checked:
+	// a 200 that named no plant this run created, or a check that got no
+	// clear answer within -verify-for.
+	Unverifiable int
 }
 
 func run(ctx context.Context, o options) Summary {
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second}
 	client := &http.Client{Transport: tr, Timeout: o.timeout}
 	base := idBase()
-
-	results := make(chan result, 4096)
-	var wg sync.WaitGroup
-	inFlight := make(chan struct{}, o.maxInFlight)
-	stalls := 0
+	var next atomic.Int64
+	targeter := func(t *vegeta.Target) error {
+		id := base + next.Add(1) - 1
+		*t = createTarget(o, id, plantName(id))
+		return nil
+	}
 	interval := time.Duration(float64(time.Second) / o.rate)
-	start := time.Now()
-	var n int64
-	go func() {
-		defer close(results)
-		for next := start; time.Since(start) < o.duration; next = next.Add(interval) {
-			time.Sleep(time.Until(next))
-			select {
-			case inFlight <- struct{}{}:
-			default:
-				stalls++
-				continue
-			}
-			id := base + n
-			n++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-inFlight }()
-				results <- create(ctx, client, o, id, fmt.Sprintf("load-%d", id))
-			}()
-		}
-		wg.Wait()
-	}()
+	attacker := vegeta.NewAttacker(vegeta.Client(client), vegeta.MaxWorkers(uint64(o.maxInFlight)))
+	defer context.AfterFunc(ctx, func() { attacker.Stop() })()
+	began := time.Now()
+	results := attacker.Attack(targeter, vegeta.ConstantPacer{Freq: 1, Per: interval}, o.duration, "")
 
 	s := Summary{Codes: map[int]int{}}
 	var acked []int64
-	var ackedAt []int64 // send time of each acknowledged create, Unix ms
-	var lat []float64
+	var okAt []int64 // send time of each 200, Unix ms
+	seen := map[int64]bool{}
+	var busy []window
+	var lat vegeta.LatencyMetrics
 	var last503 int64
 	for r := range results {
 		s.Sent++
-		ms := r.sent.UnixMilli()
+		ms := r.Timestamp.UnixMilli()
 		if s.Start == 0 || ms < s.Start {
 			s.Start = ms
 		}
 		if ms > s.End {
 			s.End = ms
 		}
-		if r.err != nil {
+		busy = append(busy, window{r.Timestamp, r.End()})
+		if r.Code == 0 { // vegeta's mark of a request without an HTTP answer
 			s.TransportErrors++
 			if len(s.ErrorSamples) < 5 {
-				s.ErrorSamples = append(s.ErrorSamples, r.err.Error())
+				s.ErrorSamples = append(s.ErrorSamples, r.Error)
 			}
 			continue
 		}
-		s.Codes[r.code]++
-		lat = append(lat, float64(r.latency.Microseconds())/1000)
-		switch r.code {
+		s.Codes[int(r.Code)]++
+		lat.Add(r.Latency)
+		switch r.Code {
 		case http.StatusOK:
-			acked = append(acked, r.id)
-			ackedAt = append(ackedAt, ms)
+			s.Acknowledged++
+			okAt = append(okAt, ms)
+			// The answer names the plant, whose name names its id; one
+			// that names no plant this run created, or one already
+			// answered, cannot be checked.
+			id, ok := idOf(r.Body)
+			if !ok || id < base || id >= base+next.Load() || seen[id] {
+				s.Unverifiable++
+				continue
+			}
+			seen[id] = true
+			acked = append(acked, id)
 		case http.StatusServiceUnavailable:
 			s.Unavailable++
-			if !r.retry {
+			if r.Headers.Get("Retry-After") == "" {
 				s.NoRetryAfter++
 			}
 			if s.First503 == 0 || ms < s.First503 {
@@ -192,23 +189,24 @@ func run(ctx context.Context, o options) Summary {
 			}
 		}
 	}
-	s.Stalls = stalls
+	s.Stalls = stalls(busy, began, interval, int(o.duration/interval), o.maxInFlight)
 	s.Last503 = last503
-	sort.Float64s(lat)
-	if len(lat) > 0 {
-		s.LatencyP50Ms = lat[len(lat)/2]
-		s.LatencyP99Ms = lat[len(lat)*99/100]
-		s.LatencyMaxMs = lat[len(lat)-1]
+	if s.Sent > s.TransportErrors {
+		s.LatencyP50Ms = millis(lat.Quantile(0.50))
+		s.LatencyP99Ms = millis(lat.Quantile(0.99))
+		s.LatencyMaxMs = millis(lat.Max)
 	}
-	s.Acknowledged = len(acked)
-	for _, at := range ackedAt {
+	for _, at := range okAt {
 		if last503 != 0 && at > last503 && (s.FirstOKAfter503 == 0 || at < s.FirstOKAfter503) {
 			s.FirstOKAfter503 = at
 		}
 	}
-	s.Verified, s.Lost, s.Unverifiable = verify(ctx, client, o, acked)
+	verified, lost, unclear := verify(ctx, client, o, acked)
+	s.Verified, s.Lost, s.Unverifiable = verified, lost, s.Unverifiable+unclear
 	return s
 }
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // idBase is a random positive base for this run's ids, far from other runs'.
 func idBase() int64 {
@@ -217,30 +215,82 @@ func idBase() int64 {
 	return int64(binary.BigEndian.Uint64(b[:])>>2) &^ (1<<24 - 1) // 2^24 ids of room
 }
 
-func create(ctx context.Context, client *http.Client, o options, id int64, name string) result {
-	body := fmt.Sprintf(`{"id": %d, "name": %q}`, id, name)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.url+"/plants", strings.NewReader(body))
-	if err != nil {
-		return result{id: id, err: err}
+const namePrefix = "load-"
+
+func plantName(id int64) string { return namePrefix + strconv.FormatInt(id, 10) }
+
+// idOf reads the id back from a create's answer: the stored plant, whose
+// name the load made from its id (the answer carries no id).
+func idOf(body []byte) (int64, bool) {
+	var p struct {
+		Name string `json:"name"`
 	}
-	req.Header.Set("Authorization", "Bearer "+o.token)
-	req.Header.Set("Content-Type", "application/json")
+	if json.Unmarshal(body, &p) != nil {
+		return 0, false
+	}
+	digits, ok := strings.CutPrefix(p.Name, namePrefix)
+	if !ok {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	return id, err == nil
+}
+
+// createTarget is the request that creates plant id with the given name.
+func createTarget(o options, id int64, name string) vegeta.Target {
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+o.token)
+	h.Set("Content-Type", "application/json")
 	// A create is idempotent (the same id and body answer 200 again), and
 	// saying so lets Go's transport resend it on a kept-alive connection the
 	// server closed unread, as a draining replica does; a real client would.
-	req.Header.Set("Idempotency-Key", strconv.FormatInt(id, 10))
-	t0 := time.Now()
-	resp, err := client.Do(req)
-	r := result{id: id, sent: t0, latency: time.Since(t0)}
-	if err != nil {
-		r.err = err
-		return r
+	h.Set("Idempotency-Key", strconv.FormatInt(id, 10))
+	return vegeta.Target{
+		Method: http.MethodPost,
+		URL:    o.url + "/plants",
+		Body:   fmt.Appendf(nil, `{"id": %d, "name": %q}`, id, name),
+		Header: h,
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	r.code = resp.StatusCode
-	r.retry = resp.Header.Get("Retry-After") != ""
-	return r
+}
+
+// window is when one request held one of vegeta's workers.
+type window struct{ from, to time.Time }
+
+// stalls counts the pacer's slots (began + k·interval, 1 ≤ k ≤ slots) that
+// fell due while maxOpen requests were open. Every worker vegeta may start
+// was busy then, so the slot's create went out late (vegeta sends the slots
+// it missed at once when a worker is free again) or, when the run ended
+// first, not at all.
+func stalls(busy []window, began time.Time, interval time.Duration, slots, maxOpen int) int {
+	type event struct {
+		at    time.Time
+		delta int
+	}
+	events := make([]event, 0, 2*len(busy))
+	for _, w := range busy {
+		events = append(events, event{w.from, 1}, event{w.to, -1})
+	}
+	sort.Slice(events, func(i, j int) bool {
+		if !events[i].at.Equal(events[j].at) {
+			return events[i].at.Before(events[j].at)
+		}
+		return events[i].delta < events[j].delta
+	})
+	// Slots due by t, and due before t: one due as a worker frees is served.
+	dueBy := func(t time.Time) int { return min(int(t.Sub(began)/interval), slots) }
+	dueBefore := func(t time.Time) int { return min(int((t.Sub(began)+interval-1)/interval)-1, slots) }
+	open, n := 0, 0
+	var full time.Time
+	for _, e := range events {
+		open += e.delta
+		switch {
+		case e.delta > 0 && open == maxOpen:
+			full = e.at
+		case e.delta < 0 && open == maxOpen-1:
+			n += max(dueBefore(e.at)-dueBy(full), 0)
+		}
+	}
+	return n
 }
 
 // verify checks every acknowledged id: a create of the same id with another
@@ -252,15 +302,13 @@ func verify(ctx context.Context, client *http.Client, o options, ids []int64) (v
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for id := range work {
 				code := 0
 				for time.Now().Before(deadline) {
-					r := create(ctx, client, o, id, "verify-other-body")
-					if r.err == nil && (r.code == http.StatusConflict || r.code == http.StatusOK) {
-						code = r.code
+					c, err := send(ctx, client, createTarget(o, id, "verify-other-body"))
+					if err == nil && (c == http.StatusConflict || c == http.StatusOK) {
+						code = c
 						break
 					}
 					time.Sleep(200 * time.Millisecond)
@@ -276,7 +324,7 @@ func verify(ctx context.Context, client *http.Client, o options, ids []int64) (v
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	for _, id := range ids {
 		work <- id
@@ -285,4 +333,19 @@ func verify(ctx context.Context, client *http.Client, o options, ids []int64) (v
 	wg.Wait()
 	sort.Slice(lost, func(i, j int) bool { return lost[i] < lost[j] })
 	return verified, lost, unclear
+}
+
+// send makes one request and returns its status.
+func send(ctx context.Context, client *http.Client, t vegeta.Target) (int, error) {
+	req, err := t.Request()
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req.WithContext(ctx))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
 }

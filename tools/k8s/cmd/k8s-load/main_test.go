@@ -3,17 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// fakeStore answers creates as plantstore does: 200 for a new id or the same
-// body again, 409 for another body; unavailable answers 503 (with
+// fakeStore answers creates as plantstore does: 200 with the stored plant
+// (its name; no id) for a new id or the same body again, 409 for another
+// body; unavailable answers 503 (with
 // Retry-After unless noRetryAfter); forget drops every stored plant whose
 // id passes it, after its 200, to play a store that lost acknowledged data.
 type fakeStore struct {
@@ -53,7 +58,8 @@ func (f *fakeStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.forget == nil || !f.forget(p.ID) {
 		f.plants[p.ID] = p.Name
 	}
-	w.WriteHeader(http.StatusOK)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"name": p.Name})
 }
 
 func runAgainst(t *testing.T, h http.Handler) Summary {
@@ -74,8 +80,71 @@ func TestRunCountsAndVerifies(t *testing.T) {
 	if s.Acknowledged != s.Sent || s.Verified != s.Acknowledged || len(s.Lost) != 0 || s.Unverifiable != 0 {
 		t.Errorf("acknowledged %d, verified %d, lost %v, unverifiable %d", s.Acknowledged, s.Verified, s.Lost, s.Unverifiable)
 	}
-	if s.Start == 0 || s.End < s.Start || s.LatencyMaxMs <= 0 {
+	if s.Start == 0 || s.End < s.Start || s.LatencyMaxMs <= 0 || s.LatencyP99Ms > s.LatencyMaxMs || s.LatencyP50Ms > s.LatencyP99Ms {
 		t.Errorf("times: %+v", s)
+	}
+	if s.Stalls != 0 {
+		t.Errorf("%d stalls against a store that answers at once", s.Stalls)
+	}
+}
+
+// TestRunCountsStalls: against a store slower than -max-in-flight allows at
+// the rate, the slots that fall due while every worker is busy are stalls.
+func TestRunCountsStalls(t *testing.T) {
+	store := &fakeStore{plants: map[int64]string{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(100 * time.Millisecond)
+		store.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	// 5 requests of 100ms at a time serve 50 a second of the 400 asked.
+	s := run(context.Background(), options{url: srv.URL, token: "tok", rate: 400, duration: 500 * time.Millisecond,
+		timeout: 2 * time.Second, verifyFor: 5 * time.Second, maxInFlight: 5})
+	if s.Stalls < 100 || s.TransportErrors != 0 || s.Verified != s.Acknowledged {
+		t.Fatalf("sent %d, stalls %d (want most of the 200 slots), transport errors %d %v, verified %d of %d",
+			s.Sent, s.Stalls, s.TransportErrors, s.ErrorSamples, s.Verified, s.Acknowledged)
+	}
+}
+
+func TestStalls(t *testing.T) {
+	began := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return began.Add(time.Duration(ms) * time.Millisecond) }
+	w := func(from, to int) window { return window{at(from), at(to)} }
+	for _, tc := range []struct {
+		name       string
+		busy       []window
+		slots, max int
+		want       int
+	}{
+		{"never full", []window{w(0, 50), w(60, 90)}, 100, 2, 0},
+		{"full from 5 to 35: slots 10, 20, 30", []window{w(0, 50), w(5, 35)}, 100, 2, 3},
+		{"a slot when a worker frees is served", []window{w(0, 40), w(5, 30)}, 100, 2, 2},
+		{"twice full", []window{w(0, 100), w(5, 15), w(41, 62)}, 100, 2, 1 + 2},
+		{"full past the schedule's end", []window{w(0, 500), w(1, 500)}, 20, 2, 20},
+	} {
+		if got := stalls(tc.busy, began, 10*time.Millisecond, tc.slots, tc.max); got != tc.want {
+			t.Errorf("%s: %d stalls, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRunCannotVerifyAnAnswerNamingNoPlant: a 200 whose body does not name
+// a plant of the run is acknowledged but unverifiable, not silently dropped.
+func TestRunCannotVerifyAnAnswerNamingNoPlant(t *testing.T) {
+	store := &fakeStore{plants: map[int64]string{}}
+	var n atomic.Int32
+	s := runAgainst(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) {
+		case 3:
+			_, _ = io.WriteString(w, `{"name": "someone else's"}`)
+		case 5:
+			_, _ = io.WriteString(w, `{"name": "load-1"}`) // an id outside this run's
+		default:
+			store.ServeHTTP(w, r)
+		}
+	}))
+	if s.Acknowledged != s.Sent || s.Unverifiable != 2 || s.Verified != s.Acknowledged-2 || len(s.Lost) != 0 {
+		t.Fatalf("sent %d, acknowledged %d, verified %d, unverifiable %d, lost %v", s.Sent, s.Acknowledged, s.Verified, s.Unverifiable, s.Lost)
 	}
 }
 
@@ -186,5 +255,44 @@ func TestFirstToken(t *testing.T) {
 		if got != tc.want || (tc.want == "") != (err != nil) {
 			t.Errorf("firstToken(%q) = %q, %v; want %q", tc.file, got, err, tc.want)
 		}
+	}
+}
+
+// TestScenariosReadSummaryFields: every field the cluster scenarios read
+// from a load's summary (jq on "$s" in cluster-test.sh and
+// cluster-test.d/*.sh) is one the summary has.
+func TestScenariosReadSummaryFields(t *testing.T) {
+	b, err := json.Marshal(Summary{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	scripts, _ := filepath.Glob("../../cluster-test.d/*.sh")
+	scripts = append(scripts, "../../cluster-test.sh")
+	// ".Name" in a filter, or "Name" as a key of an object it builds.
+	name := regexp.MustCompile(`\.([A-Z][A-Za-z0-9]*)|[{,] *([A-Z][A-Za-z0-9]*) *[,:}]`)
+	read := 0
+	for _, path := range scripts {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(text), "\n") {
+			if !strings.Contains(line, `<<<"$s"`) {
+				continue
+			}
+			for _, m := range name.FindAllStringSubmatch(line, -1) {
+				read++
+				if _, ok := fields[m[1]+m[2]]; !ok {
+					t.Errorf("%s:%d reads %s, which the summary lacks", path, i+1, m[1]+m[2])
+				}
+			}
+		}
+	}
+	if read < 15 {
+		t.Fatalf("found %d reads of the summary in %v; has the harness moved?", read, scripts)
 	}
 }
