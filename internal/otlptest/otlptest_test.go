@@ -236,3 +236,41 @@ func TestValueString(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHandler is the receiver's cost per export of 64 server spans
+// (the service's batch size) with the attributes of the service's server
+// spans: what decoding every export would take from a machine that
+// measures the service.
+func BenchmarkHandler(b *testing.B) {
+	kv := func(k, v string) *commonpb.KeyValue {
+		return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+	}
+	spans := make([]*tracepb.Span, 64)
+	for i := range spans {
+		spans[i] = &tracepb.Span{
+			TraceId: bytes.Repeat([]byte{byte(i + 1)}, 16), SpanId: spanID, ParentSpanId: spanID,
+			Name: "POST /plants", Kind: tracepb.Span_SPAN_KIND_SERVER, StartTimeUnixNano: 1, EndTimeUnixNano: 2,
+			Attributes: []*commonpb.KeyValue{kv("http.request.method", "POST"), kv("url.path", "/plants"),
+				kv("http.route", "/plants"), kv("server.address", "127.0.0.1"), kv("network.peer.address", "127.0.0.1"),
+				kv("user_agent.original", "bench"), kv("http.response.status_code", "200")},
+		}
+	}
+	body, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}},
+	}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := Handler(func(Export) {}, nil)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-protobuf")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatal(w.Code)
+		}
+	}
+}
