@@ -1,10 +1,11 @@
 // Package otlptest is the OTLP/HTTP trace receiver that stands where a
 // user's OpenTelemetry Collector would: the end-to-end and telemetry tests
-// point the service's exporter at it, the load harness (tools/bench) counts
-// the exports with it, and the test cluster's sink (tools/k8s) is a thin
-// main around it. It decodes every export with the OTLP protobuf types
-// (go.opentelemetry.io/proto/otlp), so a malformed export is refused as a
-// collector would refuse it.
+// point the service's exporter at it, and the test cluster's sink
+// (tools/k8s/cmd/k8s-otlp-sink) is a thin main around it. It decodes every
+// export with the OTLP protobuf types (go.opentelemetry.io/proto/otlp), so a
+// malformed export is refused as a collector would refuse it. The load
+// harness's sink (tools/bench) only counts bytes: decoding costs CPU on the
+// machine that measures the service (BenchmarkHandler).
 //
 // Only what the service's exporter sends is accepted: POST /v1/traces with
 // Content-Type application/x-protobuf, gzip or not. The service does not
