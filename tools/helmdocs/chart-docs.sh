@@ -38,7 +38,7 @@ check)
 	helm_docs --dry-run >"$tmp/README.md"
 	if ! diff -u "$chart/README.md" "$tmp/README.md" >"$tmp/diff"; then
 		cat "$tmp/diff"
-		echo "chart-docs: $chart/README.md is not what $chart/values.yaml and README.md.gotmpl generate; run make generate and commit the result" >&2
+		echo "chart-docs: $chart/README.md is not what $chart/README.md.gotmpl and the comments of values.yaml generate: edit those, not README.md, run make generate and commit the result" >&2
 		exit 1
 	fi
 	if ! (cd tools/helmdocs && "$go" test -count=1 ./...); then
