@@ -54,6 +54,18 @@ generate-docs: redis-server
 generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates
 	GO=$(GO) tools/openapi/generate-check.sh
 
+# The values table of the chart's README comes from the `# --` comments of
+# charts/plantstore/values.yaml through helm-docs, pinned in tools/helmdocs/go.mod.
+.PHONY: chart-docs chart-docs-check
+generate: chart-docs
+lint: chart-docs-check
+
+chart-docs: ## regenerate the values table of charts/plantstore/README.md from the comments of values.yaml (helm-docs)
+	GO=$(GO) tools/helmdocs/chart-docs.sh
+
+chart-docs-check: ## fail, with a diff, when charts/plantstore/README.md is not what values.yaml generates, or its types and enumerations disagree with values.schema.json
+	GO=$(GO) tools/helmdocs/chart-docs.sh check
+
 test: test-go test-api test-monitoring test-tools ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, OpenAPI, dashboards and alerts
 
 test-go: redis-server test-binary ## the service's tests (go test -race ./...)
