@@ -40,11 +40,20 @@ run: build ## run the service on the embedded store with a generated token (prin
 
 # The Go client's generated half (api/client/client.gen.go) comes from
 # api/openapi.yaml through oapi-codegen, pinned in tools/go.mod.
-generate: ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen)
+generate: generate-dashboard ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen)
 	$(TOOL) oapi-codegen -config api/client/oapi-codegen.yaml -o api/client/client.gen.go api/openapi.yaml
 
 generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates
 	GO=$(GO) tools/openapi/generate-check.sh
+
+# The Grafana dashboard is Go (the Grafana Foundation SDK's builders, pinned in
+# tools/go.mod); the chart ships the JSON it writes.
+.PHONY: generate-dashboard dashboard-check
+generate-dashboard: ## write charts/plantstore/files/grafana-dashboard.json from tools/monitoring/cmd/dashboard-gen (part of make generate)
+	cd tools && $(GO) run ./monitoring/cmd/dashboard-gen -out ../charts/plantstore/files/grafana-dashboard.json
+
+dashboard-check: ## fail, with a diff, when the chart's grafana-dashboard.json is not what dashboard-gen writes (part of make lint)
+	cd tools && $(GO) run ./monitoring/cmd/dashboard-gen -check ../charts/plantstore/files/grafana-dashboard.json
 
 test: test-go test-api test-monitoring test-tools ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, OpenAPI, dashboards and alerts
 
@@ -100,7 +109,7 @@ bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 1
 bench-short: redis-server ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short); fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
 
-lint: image-lint generate-check version-check actions-lint ## go vet, staticcheck, gofmt, the generated client up to date, the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
+lint: image-lint generate-check version-check actions-lint dashboard-check ## go vet, staticcheck, gofmt, the generated client up to date, the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 	cd tools && $(GO) vet ./monitoring/... ./openapi/...
