@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
@@ -14,6 +15,15 @@ import (
 const sel = `job=~"$job", instance=~"$instance"`
 
 const runbookURL = "https://github.com/plantstore/plantstore/blob/main/docs/monitoring.md"
+
+// The links to Jaeger: the UI's address and the traced service are variables
+// a user sets once for their installation; the chart's default service name
+// is plantstore (otel.serviceName).
+const (
+	jaegerURLVar     = "jaeger_url"
+	jaegerURLDefault = "http://localhost:16686"
+	traceServiceVar  = "trace_service"
+)
 
 // Build returns plantstore's dashboard. The panel ids are the ones the
 // hand-written dashboard had, so links to a panel (viewPanel=N) still work.
@@ -43,6 +53,12 @@ func Build() (dashboard.Dashboard, error) {
 			Icon("doc").
 			Url(runbookURL).
 			TargetBlank(true)).
+		Link(dashboard.NewDashboardLinkBuilder("Traces in Jaeger").
+			Type(dashboard.DashboardLinkTypeLink).
+			Icon("external link").
+			Tooltip("The traced service's traces over the dashboard's time range, in the Jaeger UI at $" + jaegerURLVar).
+			Url(jaegerSearchURL("")).
+			TargetBlank(true)).
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").
 			Label("Data source").
 			Type("prometheus")).
@@ -66,7 +82,17 @@ func Build() (dashboard.Dashboard, error) {
 			Sort(dashboard.VariableSortAlphabeticalAsc).
 			Multi(true).
 			IncludeAll(true).
-			AllValue(".+"))
+			AllValue(".+")).
+		WithVariable(dashboard.NewTextBoxVariableBuilder(jaegerURLVar).
+			Label("Jaeger UI").
+			Description("The Jaeger UI as the browser reaches it, for the request latency panel's data link and the Traces in Jaeger link (docs/monitoring.md).").
+			DefaultValue(stringOrMap(jaegerURLDefault)).
+			Current(dashboard.VariableOption{Text: oneString(jaegerURLDefault), Value: oneString(jaegerURLDefault)})).
+		WithVariable(dashboard.NewTextBoxVariableBuilder(traceServiceVar).
+			Label("Traced service").
+			Description("The service.name plantstore's spans carry: the chart's otel.serviceName.").
+			DefaultValue(stringOrMap("plantstore")).
+			Current(dashboard.VariableOption{Text: oneString("plantstore"), Value: oneString("plantstore")}))
 
 	overview(b)
 	traffic(b)
@@ -157,12 +183,22 @@ func errorRatios(b *dashboard.DashboardBuilder) {
 
 func latency(b *dashboard.DashboardBuilder) {
 	b.WithRow(row(12, "Latency"))
+	// The request histogram is the one whose observations carry a trace_id
+	// exemplar (internal/httpapi): its quantiles ask for them.
 	quantile := func(ref, q, p string) *prometheus.DataqueryBuilder {
-		return rangeQuery(ref, `histogram_quantile(`+q+`, sum by (le, method, route) (rate(plantstore_http_request_duration_seconds_bucket{`+sel+`}[$__rate_interval])))`, p+" {{method}} {{route}}")
+		return rangeQuery(ref, `histogram_quantile(`+q+`, sum by (le, method, route) (rate(plantstore_http_request_duration_seconds_bucket{`+sel+`}[$__rate_interval])))`, p+" {{method}} {{route}}").
+			Exemplar(true)
 	}
 	b.WithPanel(seriesPanel(13, "Request latency p50 / p90 / p99 by method and route",
-		"Quantiles estimated from the classic histogram buckets (linear interpolation inside a bucket).",
-		"s", 16, quantile("A", "0.5", "p50"), quantile("B", "0.9", "p90"), quantile("C", "0.99", "p99")))
+		"Quantiles estimated from the classic histogram buckets (linear interpolation inside a bucket). "+
+			"Exemplars (with tracing on): a sampled request's trace id; the Prometheus data source's exemplar link opens it. "+
+			"Click a line for the traces of that route in Jaeger slower than the point.",
+		"s", 16, quantile("A", "0.5", "p50"), quantile("B", "0.9", "p90"), quantile("C", "0.99", "p99")).
+		DataLinks([]cog.Builder[dashboard.DashboardLink]{
+			dashboard.NewDashboardLinkBuilder("Traces of ${__field.labels.method} ${__field.labels.route} slower than this point, in Jaeger").
+				Url(jaegerSearchURL("&operation=${__field.labels.method:percentencode}%20${__field.labels.route:percentencode}&minDuration=${__value.raw}s")).
+				TargetBlank(true),
+		}))
 	b.WithPanel(seriesPanel(14, "Plant requests within 100 ms",
 		"Latency SLI: share of requests to /plants and /plants/{id} (not 5xx) answered within 100 ms. SLO: 99%.",
 		"percentunit", 8,
@@ -302,6 +338,16 @@ func build(b *dashboard.DashboardBuilder) {
 				"renameByName":  map[string]string{},
 			},
 		}))
+}
+
+// jaegerSearchURL is the Jaeger UI's trace search for the traced service over
+// the dashboard's time range, with more query parameters appended. Jaeger
+// takes start and end in microseconds; $__from and $__to are milliseconds.
+// The address is inserted raw: Grafana percent-encodes a data link's
+// variables by default, which would break the URL's scheme and host.
+func jaegerSearchURL(more string) string {
+	return "${" + jaegerURLVar + ":raw}/search?service=${" + traceServiceVar + ":percentencode}" +
+		"&start=${__from}000&end=${__to}000&lookback=custom&limit=20" + more
 }
 
 func row(id uint32, title string) *dashboard.RowBuilder {
