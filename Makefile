@@ -27,10 +27,10 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-docs generate-check test test-short test-binary test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
+.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check test test-short test-binary test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
 
 help: ## list the targets
-	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 build: ## build the release binary into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/plantstore
@@ -38,15 +38,17 @@ build: ## build the release binary into bin/
 run: build ## run the service on the embedded store with a generated token (prints it and a curl line)
 	./$(BIN) --dev $(RUN_FLAGS)
 
-# The Go client's generated half (api/client/client.gen.go) comes from
-# api/openapi.yaml through oapi-codegen, pinned in tools/go.mod.
-generate: ## regenerate the Go client api/client/client.gen.go from api/openapi.yaml (oapi-codegen), then the generated parts of the docs
+# Generated files, each from its source of truth: the Go client from
+# api/openapi.yaml (oapi-codegen, tools/go.mod); the Grafana dashboard from Go
+# (the Grafana Foundation SDK, tools/go.mod); the chart README's values table
+# from values.yaml's `# --` comments (helm-docs, tools/helmdocs/go.mod); the
+# tables of docs/*.md that restate code (flags, metrics, error codes, routes,
+# make targets, layout), which each owning package's doc test rewrites.
+# make lint fails while a generated file is stale; make test while a doc is.
+generate: generate-dashboard chart-docs ## regenerate every generated file: the Go client, the Grafana dashboard, the chart's values table, the generated parts of docs/
 	$(TOOL) oapi-codegen -config api/client/oapi-codegen.yaml -o api/client/client.gen.go api/openapi.yaml
 	$(MAKE) generate-docs
 
-# The tables of docs/*.md that restate code (flags, metrics, error codes,
-# routes, make targets, layout): each package's doc test rewrites its part;
-# make test fails while one is stale.
 generate-docs: redis-server
 	$(GO) test -count=1 -run 'Doc$$' ./internal/config ./internal/app ./internal/apierror ./internal/docgen -update
 	cd tools && $(GO) test -count=1 ./openapi -run '^TestAPIDoc$$' -update
@@ -54,11 +56,11 @@ generate-docs: redis-server
 generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates
 	GO=$(GO) tools/openapi/generate-check.sh
 
-# The values table of the chart's README comes from the `# --` comments of
-# charts/plantstore/values.yaml through helm-docs, pinned in tools/helmdocs/go.mod.
-.PHONY: chart-docs chart-docs-check
-generate: chart-docs
-lint: chart-docs-check
+generate-dashboard: ## write charts/plantstore/files/grafana-dashboard.json from tools/monitoring/cmd/dashboard-gen
+	cd tools && $(GO) run ./monitoring/cmd/dashboard-gen -out ../charts/plantstore/files/grafana-dashboard.json
+
+dashboard-check: ## fail, with a diff, when the chart's grafana-dashboard.json is not what dashboard-gen writes
+	cd tools && $(GO) run ./monitoring/cmd/dashboard-gen -check ../charts/plantstore/files/grafana-dashboard.json
 
 chart-docs: ## regenerate the values table of charts/plantstore/README.md from the comments of values.yaml (helm-docs)
 	GO=$(GO) tools/helmdocs/chart-docs.sh
@@ -130,7 +132,7 @@ bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 1
 bench-short: redis-server ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short); fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
 
-lint: image-lint generate-check version-check actions-lint ## go vet, staticcheck, gofmt, the generated client up to date, the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
+lint: image-lint generate-check dashboard-check chart-docs-check version-check actions-lint ## go vet, staticcheck, gofmt, every generated file up to date (client, dashboard, chart values table), the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 	cd tools && $(GO) vet ./monitoring/... ./openapi/...
