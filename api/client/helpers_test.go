@@ -117,11 +117,14 @@ func (c *clock) Waits() []time.Duration {
 	return append([]time.Duration(nil), c.waits...)
 }
 
-// withClock replaces the policy's clock, sleep and jitter (fixed at j).
+// withClock replaces the policy's clock and sleep, fixes a Retry-After's
+// jitter at j and takes the backoff's away: each backoff wait is then the
+// middle of its jitter range, 3/4 of min(ceiling, base·2^(n-1)).
 func withClock(c *clock, j float64) Option {
 	return func(ps *PlantStore) {
 		ps.retry.now, ps.retry.sleep = c.Now, c.Sleep
 		ps.retry.jitter = func() float64 { return j }
+		ps.retry.spread = 0
 	}
 }
 

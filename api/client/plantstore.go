@@ -119,6 +119,7 @@ func New(baseURL, token string, opts ...Option) (*PlantStore, error) {
 			attempts:      4,
 			base:          100 * time.Millisecond,
 			ceiling:       2 * time.Second,
+			spread:        equalJitter,
 			maxRetryAfter: 10 * time.Second,
 			sleep:         sleepContext,
 			jitter:        rand.Float64,

@@ -134,7 +134,10 @@ func TestRetries(t *testing.T) {
 			script: []http.HandlerFunc{unavailable("Fri, 02 Jan 2026 03:04:08 GMT"), ok}, attempts: 2, waits: []time.Duration{3 * time.Second}},
 		{name: "503 without Retry-After: exponential backoff", op: getOp,
 			script: []http.HandlerFunc{unavailable(""), unavailable(""), unavailable(""), ok}, attempts: 4,
-			waits: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}},
+			waits: []time.Duration{75 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond}},
+		{name: "503 with Retry-After, then without: the backoff is the second attempt's", op: getOp,
+			script: []http.HandlerFunc{unavailable("1"), unavailable(""), ok}, attempts: 3,
+			waits: []time.Duration{time.Second, 150 * time.Millisecond}},
 		{name: "503 every time: attempts bounded, the last 503 returned", op: getOp,
 			script: []http.HandlerFunc{unavailable("1")}, attempts: 4, waits: []time.Duration{time.Second, time.Second, time.Second}, code: 50301},
 		{name: "WithRetries(2) bounds the attempts", op: deleteOp, opts: []Option{WithRetries(2)},
@@ -146,15 +149,15 @@ func TestRetries(t *testing.T) {
 		{name: "WithMaxRetryAfter raises the maximum", op: getOp, opts: []Option{WithMaxRetryAfter(time.Hour)},
 			script: []http.HandlerFunc{unavailable("3600"), ok}, attempts: 2, waits: []time.Duration{time.Hour}},
 		{name: "connection refused, then 200", op: getOp, failures: []error{refusedErr(t)},
-			script: []http.HandlerFunc{ok}, attempts: 1, waits: []time.Duration{50 * time.Millisecond}},
+			script: []http.HandlerFunc{ok}, attempts: 1, waits: []time.Duration{75 * time.Millisecond}},
 		{name: "reply cut off, then 200", op: createOp,
-			script: []http.HandlerFunc{cutOff, ok}, attempts: 2, waits: []time.Duration{50 * time.Millisecond}},
+			script: []http.HandlerFunc{cutOff, ok}, attempts: 2, waits: []time.Duration{75 * time.Millisecond}},
 		{name: "reply cut off every time: attempts bounded", op: listOp,
 			script: []http.HandlerFunc{cutOff}, attempts: 4, err: io.EOF,
-			waits: []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond}},
+			waits: []time.Duration{75 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond}},
 		{name: "WithBackoff sets the waits", op: getOp, opts: []Option{WithBackoff(time.Second, 3*time.Second)},
 			script: []http.HandlerFunc{unavailable(""), unavailable(""), unavailable(""), ok}, attempts: 4,
-			waits: []time.Duration{500 * time.Millisecond, time.Second, 1500 * time.Millisecond}},
+			waits: []time.Duration{750 * time.Millisecond, 1500 * time.Millisecond, 2250 * time.Millisecond}},
 		{name: "an error that will not pass is not retried", op: getOp, failures: []error{errPermanent},
 			script: []http.HandlerFunc{ok}, attempts: 0, err: errPermanent},
 		{name: "429 with Retry-After, then 200", op: listOp,
@@ -179,9 +182,9 @@ func TestRetries(t *testing.T) {
 		{name: "DELETE: 503, then 404: done", op: deleteOp, script: []http.HandlerFunc{unavailable("1"), notFound},
 			attempts: 2, waits: []time.Duration{time.Second}},
 		{name: "DELETE: reply cut off, then 404: done", op: deleteOp, script: []http.HandlerFunc{cutOff, notFound},
-			attempts: 2, waits: []time.Duration{50 * time.Millisecond}},
+			attempts: 2, waits: []time.Duration{75 * time.Millisecond}},
 		{name: "DELETE: connection refused, then 404: not found", op: deleteOp, failures: []error{refusedErr(t)},
-			script: []http.HandlerFunc{notFound}, attempts: 1, waits: []time.Duration{50 * time.Millisecond}, code: 40402},
+			script: []http.HandlerFunc{notFound}, attempts: 1, waits: []time.Duration{75 * time.Millisecond}, code: 40402},
 		// A 429 is answered before the request is served: the DELETE did not happen.
 		{name: "DELETE: 429, then 404: not found", op: deleteOp, script: []http.HandlerFunc{rateLimited("1"), notFound},
 			attempts: 2, waits: []time.Duration{time.Second}, code: 40402},
@@ -331,25 +334,26 @@ func TestSleepContext(t *testing.T) {
 	}
 }
 
+// TestBackoff: the nth wait without a Retry-After is min(ceiling,
+// base·2^(n-1)) jittered down by up to half, and the jitter spans that range.
 func TestBackoff(t *testing.T) {
-	p := retryPolicy{base: 100 * time.Millisecond, ceiling: time.Second}
-	cases := []struct {
-		attempt int
-		jitter  float64
-		want    time.Duration
-	}{
-		{1, 0, 50 * time.Millisecond},
-		{1, 0.999999, 100 * time.Millisecond},
-		{2, 0, 100 * time.Millisecond},
-		{3, 0.5, 300 * time.Millisecond},
-		{4, 0, 400 * time.Millisecond},
-		{5, 0, 500 * time.Millisecond}, // capped at 1s, jittered down by up to half
-		{50, 0.999999, time.Second},
+	p := retryPolicy{base: 100 * time.Millisecond, ceiling: time.Second, spread: equalJitter}
+	caps := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond,
+		800 * time.Millisecond, time.Second, time.Second, time.Second}
+	lowest, highest := slices.Clone(caps), make([]time.Duration, len(caps))
+	for range 1000 {
+		schedule := p.schedule()
+		for n, d := range caps {
+			got := schedule.NextBackOff()
+			if got < d/2 || got > d {
+				t.Fatalf("wait %d = %v, want within [%v, %v]", n+1, got, d/2, d)
+			}
+			lowest[n], highest[n] = min(lowest[n], got), max(highest[n], got)
+		}
 	}
-	for _, tc := range cases {
-		p.jitter = func() float64 { return tc.jitter }
-		if got := p.backoff(tc.attempt); got.Round(time.Millisecond) != tc.want {
-			t.Errorf("backoff(%d) with jitter %v = %v, want %v", tc.attempt, tc.jitter, got, tc.want)
+	for n, d := range caps {
+		if lowest[n] > d/2+d/20 || highest[n] < d-d/20 {
+			t.Errorf("wait %d ranged over [%v, %v] in 1000 draws, want about [%v, %v]", n+1, lowest[n], highest[n], d/2, d)
 		}
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
 // retryPolicy is when and how long PlantStore waits between attempts; the
@@ -18,22 +20,29 @@ import (
 type retryPolicy struct {
 	attempts      int
 	base, ceiling time.Duration
+	// spread is the backoff's randomization factor: equalJitter, or 0 in
+	// tests that want exact waits.
+	spread        float64
 	maxRetryAfter time.Duration
 	sleep         func(ctx context.Context, d time.Duration) error
-	jitter        func() float64 // in [0, 1)
+	jitter        func() float64 // in [0, 1), added to a Retry-After
 	now           func() time.Time
 }
 
-// backoff is the wait before attempt n+1 after attempt n (1-based) failed
-// without a Retry-After: base doubled n-1 times, capped, then jittered down
-// by up to half ("equal jitter": never zero, never above the cap).
-func (p retryPolicy) backoff(n int) time.Duration {
-	d := p.base
-	for i := 1; i < n && d < p.ceiling; i++ {
-		d *= 2
+// equalJitter makes backoff's waits "equal jitter": the nth wait is
+// min(ceiling, base·2^(n-1)) jittered down by up to half (never zero,
+// never above the cap). backoff randomizes symmetrically about its
+// interval, so the interval is 3/4 of that wait and varies by a third.
+const equalJitter = 1.0 / 3
+
+// schedule is the backoff of one request's waits without a Retry-After.
+func (p retryPolicy) schedule() backoff.ExponentialBackOff {
+	return backoff.ExponentialBackOff{
+		InitialInterval:     p.base - p.base/4,
+		RandomizationFactor: p.spread,
+		Multiplier:          2,
+		MaxInterval:         p.ceiling - p.ceiling/4,
 	}
-	d = min(d, p.ceiling)
-	return d/2 + time.Duration(p.jitter()*float64(d/2))
 }
 
 // sleepContext waits d, or until ctx is done.
@@ -74,6 +83,11 @@ func (c *PlantStore) send(req *http.Request) (resp *http.Response, uncertain boo
 		return nil, false, fmt.Errorf("refusing to send the token to %s://%s: not the client's base URL", req.URL.Scheme, req.URL.Host)
 	}
 	retryable := c.retryable(req)
+	// The loop is not backoff.Retry's: that returns an error, not the last
+	// 503 for the caller to read, would start a wait past the context's
+	// deadline, and restarts its backoff after a Retry-After (here the nth
+	// attempt's backoff is the same whatever waits came before).
+	schedule := c.retry.schedule()
 	for attempt := 1; ; attempt++ {
 		r := req.Clone(ctx)
 		if attempt > 1 && req.GetBody != nil {
@@ -96,7 +110,7 @@ func (c *PlantStore) send(req *http.Request) (resp *http.Response, uncertain boo
 				return nil, uncertain, attemptsErr(attempt, err)
 			}
 			uncertain = uncertain || !refused(err)
-			wait = c.retry.backoff(attempt)
+			wait = schedule.NextBackOff()
 		case resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusTooManyRequests:
 			if !retryable || attempt >= c.retry.attempts {
 				return resp, uncertain, nil
@@ -108,10 +122,11 @@ func (c *PlantStore) send(req *http.Request) (resp *http.Response, uncertain boo
 				// Honour the service's wait, plus a little jitter so that
 				// the clients it turned away do not return in step.
 				wait = d + time.Duration(c.retry.jitter()*float64(c.retry.base))
+				schedule.NextBackOff() // a later backoff wait is still the nth attempt's
 			} else if resp.StatusCode == http.StatusTooManyRequests {
 				return resp, uncertain, nil // no say when: the caller decides
 			} else {
-				wait = c.retry.backoff(attempt)
+				wait = schedule.NextBackOff()
 			}
 			drain(resp.Body)
 			// A 503 may come from a store that timed out after writing; a

@@ -9,23 +9,31 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
+
+	"github.com/plantstore/plantstore/internal/server"
 )
 
 // DevToken is the token generated in development mode, or empty.
 type DevToken string
 
+// Authenticate is the bearer middleware: it refuses a request without an
+// accepted token and names the client for what follows.
+type Authenticate func(http.Handler) http.Handler
+
+// Authorize returns the middleware requiring a scope of the client that
+// Authenticate accepted.
+type Authorize func(Scope) func(http.Handler) http.Handler
+
 // Result is what the auth module provides.
 type Result struct {
 	fx.Out
 
-	Keyring  *Keyring
-	DevToken DevToken
-	// Authenticate is the bearer middleware, named for the API router.
-	Authenticate func(http.Handler) http.Handler `name:"authenticate"`
-	// Authorize returns the middleware requiring a scope (after Authenticate).
-	Authorize func(Scope) func(http.Handler) http.Handler `name:"authorize"`
+	Keyring      *Keyring
+	DevToken     DevToken
+	Authenticate Authenticate
+	Authorize    Authorize
 	// Announce prints the development token once the API listens.
-	Announce func(apiAddr string) `name:"announce"`
+	Announce server.Announce
 }
 
 // New loads the tokens the options name and starts the file reloader with

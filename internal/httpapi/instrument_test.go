@@ -1,11 +1,8 @@
 package httpapi_test
 
 import (
-	"maps"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,8 +20,6 @@ import (
 	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/httpapi"
 )
-
-var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // instrumented wraps a router whose /plants answers 200 and whose
 // other paths are unmatched, the way the service wires it.
@@ -49,50 +44,10 @@ func instrumented(t *testing.T) (http.Handler, *prometheus.Registry, *observer.O
 	return in.Wrap(router), reg, logs
 }
 
-func TestInstrumentationRequestID(t *testing.T) {
-	cases := []struct {
-		name     string
-		incoming []string // X-Request-ID values sent
-		keep     bool     // the first is echoed rather than replaced
-	}{
-		{"none sent", nil, false},
-		{"well-formed", []string{"req-42.a_b:c"}, true},
-		{"128 characters", []string{strings.Repeat("a", 128)}, true},
-		{"129 characters", []string{strings.Repeat("a", 129)}, false},
-		{"empty", []string{""}, false},
-		{"space", []string{"a b"}, false},
-		{"newline forging a log field", []string{"a\nlevel=error"}, false},
-		{"quote", []string{`a"b`}, false},
-		{"non-ASCII", []string{"idé"}, false},
-		{"first of two kept", []string{"first", "second"}, true},
-	}
-	handler, _, _ := instrumented(t)
-	seen := map[string]bool{}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			req := httptest.NewRequest(http.MethodPost, "/plants", nil)
-			req.Header["X-Request-Id"] = c.incoming
-			rec := httptest.NewRecorder()
-			handler.ServeHTTP(rec, req)
-			got := rec.Header().Values("X-Request-ID")
-			if len(got) != 1 {
-				t.Fatalf("X-Request-ID answered %q, want one value", got)
-			}
-			switch {
-			case c.keep && got[0] != c.incoming[0]:
-				t.Errorf("X-Request-ID %q answered as %q, want it kept", c.incoming[0], got[0])
-			case !c.keep && !generatedID.MatchString(got[0]):
-				t.Errorf("X-Request-ID %q answered as %q, want 32 generated hex digits", c.incoming, got[0])
-			case !c.keep && seen[got[0]]:
-				t.Errorf("generated id %q twice", got[0])
-			}
-			seen[got[0]] = true
-		})
-	}
-}
-
-func TestInstrumentationLabelsAndAccessLine(t *testing.T) {
-	handler, reg, logs := instrumented(t)
+// serveSamples sends handler one request of each kind the labels tell
+// apart: a matched route with and without a query, a wrong method, an
+// unknown path and an unknown method, each with X-Request-ID fixed-id.
+func serveSamples(handler http.Handler) {
 	for _, r := range []struct{ method, target string }{
 		{http.MethodPost, "/plants"},
 		{http.MethodPost, "/plants?x=1"},
@@ -106,167 +61,6 @@ func TestInstrumentationLabelsAndAccessLine(t *testing.T) {
 		req := httptest.NewRequest(r.method, r.target, nil)
 		req.Header.Set("X-Request-ID", "fixed-id")
 		handler.ServeHTTP(httptest.NewRecorder(), req)
-	}
-	want := `
-# HELP plantstore_http_requests_in_flight Requests being served now.
-# TYPE plantstore_http_requests_in_flight gauge
-plantstore_http_requests_in_flight 0
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "plantstore_http_requests_in_flight"); err != nil {
-		t.Error(err)
-	}
-	counts := map[string]int{}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "plantstore_http_request_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			key := ""
-			for _, l := range m.GetLabel() {
-				key += l.GetName() + "=" + l.GetValue() + " "
-			}
-			counts[strings.TrimSpace(key)] = int(m.GetHistogram().GetSampleCount())
-		}
-	}
-	wantCounts := map[string]int{
-		"code=200 method=POST route=/plants":        2,
-		"code=200 method=GET route=/plants":         1,
-		"code=405 method=PUT route=/plants":         1,
-		"code=404 method=GET route=/plants/{id}":    1,
-		"code=404 method=DELETE route=/plants/{id}": 1,
-		"code=404 method=POST route=unmatched":      1,
-		"code=405 method=OTHER route=/plants":       1,
-	}
-	for k, v := range wantCounts {
-		if counts[k] != v {
-			t.Errorf("series {%s} counted %d, want %d (all: %v)", k, counts[k], v, counts)
-		}
-	}
-	if len(counts) != len(wantCounts) {
-		t.Errorf("series %v, want exactly %v", counts, wantCounts)
-	}
-
-	lines := logs.FilterMessage("request").All()
-	if len(lines) != 8 {
-		t.Fatalf("%d access lines, want 8", len(lines))
-	}
-	first := lines[0].ContextMap()
-	for key, want := range map[string]any{
-		"method": "POST", "route": "/plants", "path": "/plants", "status": int64(200),
-		"bytes": int64(len(`{"name":"x"}`)), "request_id": "fixed-id", "remote_addr": "192.0.2.1:1234",
-		"trace_id": "", "span_id": "",
-	} {
-		if first[key] != want {
-			t.Errorf("access line %s = %#v, want %#v", key, first[key], want)
-		}
-	}
-	if lines[0].LoggerName != "access" || lines[0].Caller.Defined {
-		t.Errorf("access line from logger %q with caller %v, want logger access without caller", lines[0].LoggerName, lines[0].Caller)
-	}
-}
-
-// TestInstrumentationTraceAndErrorLines: the access line names the request's
-// span, and a 5xx's line is at error level without a stack trace.
-func TestInstrumentationTraceAndErrorLines(t *testing.T) {
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	core, logs := observer.New(zapcore.InfoLevel)
-	log := zap.New(core, zap.AddStacktrace(zapcore.ErrorLevel)) // as the service's logger
-	in, err := httpapi.NewInstrumentation(prometheus.NewRegistry(), tp, propagation.TraceContext{}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	handler := in.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	for range 2 {
-		handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/plants", nil))
-	}
-	ended, lines := spans.Ended(), logs.All()
-	if len(ended) != 2 || len(lines) != 2 {
-		t.Fatalf("%d spans and %d access lines, want 2 of each", len(ended), len(lines))
-	}
-	for i, line := range lines {
-		fields := line.ContextMap()
-		sc := ended[i].SpanContext()
-		if fields["trace_id"] != sc.TraceID().String() || fields["span_id"] != sc.SpanID().String() {
-			t.Errorf("line %d names trace %v span %v, want %s %s", i, fields["trace_id"], fields["span_id"], sc.TraceID(), sc.SpanID())
-		}
-		if line.Level != zapcore.ErrorLevel || line.Stack != "" {
-			t.Errorf("line %d of a 503 at level %v with stack %q, want error level and no stack", i, line.Level, line.Stack)
-		}
-	}
-}
-
-// TestInstrumentationExemplarsPerBucket: a sampled request leaves its trace
-// id as an exemplar on its bucket, but one bucket takes at most one
-// exemplar per 100 ms, so that a burst of fast requests costs no exemplar
-// work and cannot keep a slow request's bucket from getting its own.
-func TestInstrumentationExemplarsPerBucket(t *testing.T) {
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)) // every request sampled
-	reg := prometheus.NewRegistry()
-	in, err := httpapi.NewInstrumentation(reg, tp, propagation.TraceContext{}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	handler := in.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Sleeps well inside one bucket each: 25–50 ms and 250–500 ms.
-		if r.URL.Query().Has("slow") {
-			time.Sleep(300 * time.Millisecond)
-		} else {
-			time.Sleep(30 * time.Millisecond)
-		}
-	}))
-	send := func(query string) string {
-		handler.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/plants"+query, nil))
-		ended := spans.Ended()
-		return ended[len(ended)-1].SpanContext().TraceID().String()
-	}
-	// exemplars maps each bucket's upper bound to its exemplar's trace id.
-	exemplars := func() map[float64]string {
-		families, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := map[float64]string{}
-		for _, f := range families {
-			if f.GetName() != "plantstore_http_request_duration_seconds" {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				for _, b := range m.GetHistogram().GetBucket() {
-					for _, l := range b.GetExemplar().GetLabel() {
-						if l.GetName() == "trace_id" {
-							got[b.GetUpperBound()] = l.GetValue()
-						}
-					}
-				}
-			}
-		}
-		return got
-	}
-
-	values := func(m map[float64]string) []string { return slices.Collect(maps.Values(m)) }
-	slow := send("?slow")
-	start := time.Now()
-	first := send("") // another bucket, within 100 ms of the slow exemplar: its own
-	got := exemplars()
-	if len(got) != 2 || !slices.Contains(values(got), slow) || !slices.Contains(values(got), first) {
-		t.Fatalf("exemplars %v, want the slow request's %s and the fast one's %s in their own buckets", got, slow, first)
-	}
-	second := send("") // the fast bucket again, within 100 ms: no new exemplar
-	if got := exemplars(); slices.Contains(values(got), second) && time.Since(start) < 95*time.Millisecond {
-		t.Errorf("exemplars %v: the fast bucket took %s within 100 ms of its last", got, second)
-	}
-	time.Sleep(100 * time.Millisecond)
-	again := send("")
-	if got := exemplars(); !slices.Contains(values(got), again) {
-		t.Errorf("exemplars %v, want the fast bucket's replaced by %s after 100 ms", got, again)
 	}
 }
 

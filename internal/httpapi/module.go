@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"net/http"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -10,6 +8,8 @@ import (
 	"github.com/plantstore/plantstore/api"
 	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/ratelimit"
+	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/telemetry"
 )
 
@@ -22,16 +22,16 @@ type Params struct {
 	Log          *zap.Logger
 	Registry     prometheus.Registerer
 	Tracing      *telemetry.Tracing
-	Authenticate func(http.Handler) http.Handler                  `name:"authenticate"`
-	Authorize    func(auth.Scope) func(http.Handler) http.Handler `name:"authorize"`
-	Limit        func(http.Handler) http.Handler                  `name:"ratelimit"`
+	Authenticate auth.Authenticate
+	Authorize    auth.Authorize
+	Limit        ratelimit.Limit
 }
 
-// Result is the API's root handler, named for the server module.
+// Result is the API's root handler, which the server module serves.
 type Result struct {
 	fx.Out
 
-	Handler http.Handler `name:"api"`
+	Handler server.APIHandler
 }
 
 // New builds the instrumented API handler.

@@ -27,11 +27,15 @@ type Options struct {
 	RedisAddrs []string
 }
 
-// Result is the limiting middleware, named for the API router.
+// Limit is the limiting middleware: it holds each authenticated client to
+// its rate (the API router's last guard).
+type Limit func(http.Handler) http.Handler
+
+// Result is what the ratelimit module provides.
 type Result struct {
 	fx.Out
 
-	Limit func(http.Handler) http.Handler `name:"ratelimit"`
+	Limit Limit
 }
 
 // NewModule builds the limiter: on Redis when the store is Redis (or

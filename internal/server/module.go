@@ -11,19 +11,26 @@ import (
 	"go.uber.org/zap"
 )
 
+// APIHandler is the API's root handler, which the API listener serves (the
+// httpapi module provides it).
+type APIHandler http.Handler
+
+// Announce runs once the API listener is bound, with its address (the
+// development banner of the auth module).
+type Announce func(apiAddr string)
+
 // Params are what the servers are built from.
 type Params struct {
 	fx.In
 
 	Lifecycle fx.Lifecycle
 	Options   Options
-	API       http.Handler `name:"api"`
+	API       APIHandler
 	Store     Pinger
 	Registry  *prometheus.Registry
 	Log       *zap.Logger
-	// Announce runs once the API listener is bound, with its address (the
-	// development banner); optional.
-	Announce func(apiAddr string) `name:"announce" optional:"true"`
+	// Announce is optional: a composition without the auth module has none.
+	Announce Announce `optional:"true"`
 	// AdminRoutes are the operator endpoints of other modules.
 	AdminRoutes []AdminRoute `group:"admin_routes"`
 }

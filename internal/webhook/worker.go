@@ -3,10 +3,10 @@ package webhook
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -42,15 +42,22 @@ type Policy struct {
 }
 
 // Backoff is the wait before the retry that follows attempt (0 for the
-// first), with its jitter drawn from r in [0, 1).
-func (p Policy) Backoff(attempt int, r float64) time.Duration {
-	d := p.BackoffMax
-	if attempt < 40 {
-		if b := p.BackoffBase << attempt; b > 0 && b < d {
-			d = b
-		}
+// first), as BackoffBase and BackoffMax say. backoff randomizes
+// symmetrically about its interval, so the interval is 3/4 of the wait and
+// varies by a third. The attempt count lives in the outbox, not in a
+// backoff, so the schedule is stepped to it; within 63 doublings the
+// interval reaches its cap.
+func (p Policy) Backoff(attempt int) time.Duration {
+	schedule := backoff.ExponentialBackOff{
+		InitialInterval:     p.BackoffBase - p.BackoffBase/4,
+		RandomizationFactor: 1.0 / 3,
+		Multiplier:          2,
+		MaxInterval:         p.BackoffMax - p.BackoffMax/4,
 	}
-	return d - time.Duration(r*float64(d/2))
+	for range min(attempt, 63) {
+		schedule.NextBackOff()
+	}
+	return schedule.NextBackOff()
 }
 
 // fanOutBatch is how many events per shard one poll fans out.
@@ -203,7 +210,7 @@ func (w *Worker) deliver(ctx context.Context, t store.Task) {
 		w.settle(w.outbox.Bury(ctx, t, cause), t)
 		return
 	}
-	wait := w.policy.Backoff(t.Attempt, rand.Float64())
+	wait := w.policy.Backoff(t.Attempt)
 	w.metrics.delivered(sub.Name, OutcomeRetry)
 	w.log.Debug("webhook delivery failed; retrying", zap.String("webhook_id", t.Event.ID), zap.String("subscriber", sub.Name),
 		zap.Int("attempt", t.Attempt+1), zap.Duration("retry_in", wait), zap.String("cause", cause))

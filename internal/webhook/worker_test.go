@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -227,24 +228,32 @@ func TestWorkerUnknownSubscriber(t *testing.T) {
 	}
 }
 
+// TestBackoff: the wait after attempt n is min(max, base·2^n) less a random
+// part of up to half of it (docs/webhooks.md), and the jitter spans that range.
 func TestBackoff(t *testing.T) {
 	p := Policy{BackoffBase: time.Second, BackoffMax: time.Hour}
 	for _, tt := range []struct {
 		attempt int
-		r       float64
-		want    time.Duration
+		full    time.Duration // before the jitter
 	}{
-		{0, 0, time.Second},
-		{0, 0.999999, 500*time.Millisecond + 1000},
-		{1, 0, 2 * time.Second},
-		{5, 0, 32 * time.Second},
-		{5, 0.5, 24 * time.Second},
-		{12, 0, time.Hour},
-		{100, 0, time.Hour},
-		{100, 0.5, 45 * time.Minute},
+		{0, time.Second},
+		{1, 2 * time.Second},
+		{5, 32 * time.Second},
+		{11, 2048 * time.Second},
+		{12, time.Hour},
+		{100, time.Hour},
+		{math.MaxInt, time.Hour},
 	} {
-		if got := p.Backoff(tt.attempt, tt.r); got.Round(time.Microsecond) != tt.want.Round(time.Microsecond) {
-			t.Errorf("Backoff(%d, %v) = %v, want %v", tt.attempt, tt.r, got, tt.want)
+		lowest, highest := tt.full, time.Duration(0)
+		for range 1000 {
+			got := p.Backoff(tt.attempt)
+			if got < tt.full/2 || got > tt.full {
+				t.Fatalf("Backoff(%d) = %v, want within [%v, %v]", tt.attempt, got, tt.full/2, tt.full)
+			}
+			lowest, highest = min(lowest, got), max(highest, got)
+		}
+		if lowest > tt.full/2+tt.full/20 || highest < tt.full-tt.full/20 {
+			t.Errorf("Backoff(%d) ranged over [%v, %v] in 1000 draws, want about [%v, %v]", tt.attempt, lowest, highest, tt.full/2, tt.full)
 		}
 	}
 }
