@@ -122,7 +122,7 @@ bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on,
 	@echo; echo "== telemetry off vs on, per store (benchstat -col /telemetry)"
 	$(TOOL) benchstat -col /telemetry bin/bench-chain.txt
 
-bench-load: redis-server ## load harness: service vs floor on loopback; writes docs/performance.md and docs/performance.png (about 5 minutes: creates at 50 connections, the 1.1.0 routes, creates at 10 and 200, each against its floor; then a CPU profile into bin/profile)
+bench-load: redis-server ## load harness: service vs floor on loopback; rewrites the figures block of docs/performance.md, docs/performance.json (the run's data) and docs/performance.png (about 5 minutes: creates at 50 connections, the 1.1.0 routes, creates at 10 and 200, each against its floor; then a CPU profile into bin/profile)
 	cd tools/bench && $(GO) run ./cmd/bench -profile ../../bin/profile $(BENCH_FLAGS)
 
 bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 10^5 and 10^6 plants, embedded store and Redis (flat: docs/storage.md)

@@ -2,16 +2,11 @@
 // is small: a heap floor, below which the collector does not run, while above
 // it GOGC applies as usual.
 //
-// The runtime already has such a floor, 4 MiB at GOGC=100. A create of the
-// service allocates 5 to 6 KB that die with it, on a live heap of 2 to 3 MiB
-// at low concurrency, so at that floor it collected about 37 times a second
-// at 15,000 creates/s, each cycle taking a share of the two cores and adding
-// its assists and pauses to whichever requests were running then. In ad hoc
-// runs against the floor server (docs/performance.md) the service's p99 was
-// 1.35 to 1.65 times the floor server's at a quarter of its peak, and 1.2 to
-// 1.3 times with the collector run a fifth as often. Raising GOGC for good
-// would buy that with memory at every load; a floor costs memory only while
-// the live heap is small, and none once twice the live heap exceeds it.
+// The runtime's own floor (4 MiB at GOGC=100) is far above the service's live
+// heap at low concurrency, so the collector ran many times a second and
+// lengthened the requests' tail. Unlike a higher GOGC, a floor costs memory
+// only while the live heap is small, none once twice the live heap exceeds
+// it (docs/performance.md).
 package gctune
 
 import (

@@ -69,7 +69,7 @@ func (h *CreatePlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// that has started runs to its end even if the client hangs up, so that
 	// what is stored does not depend on when a connection dropped. It is also
 	// cheaper: a context detached from the request's does not register with
-	// it, or unregister, on every request.
+	// it, or unregister, on every request (docs/performance.md).
 	ctx, cancel := storeContext(r, h.storeTimeout)
 	defer cancel()
 	stored, outcome, err := h.store.Create(ctx, p)
@@ -151,7 +151,8 @@ func readBody(w http.ResponseWriter, r *http.Request) (*bodyBuffer, *apierror.Er
 }
 
 // bodyBuffer holds a request body while it is decoded, and is then reused:
-// io.ReadAll's growing slices were 6 % of the bytes a create allocated.
+// io.ReadAll's growing slices were a share of every create's allocations
+// (docs/performance.md).
 type bodyBuffer struct{ bytes.Buffer }
 
 // bodies are the bodyBuffers not in use; one that grew past 4 KiB (a large

@@ -95,23 +95,15 @@ const (
 )
 
 // DefaultBatchInFlight is the pipelines a Batcher sends at once unless told
-// otherwise. Fewer batch more but make more commands wait. On two cores
-// against the floor (docs/performance.md, four make bench-load runs with 16,
-// the runs of two sessions with 4), 16 ran creates at 0.76 to 0.87 of the
-// floor at 10 connections and 0.91 to 0.96 at 50, where 4 ran them at 0.67
-// to 0.80 and 0.84 to 0.98 (and once 1.09, against a floor that ran slow
-// that run). Reads ran the other way, 0.84 to 0.89 with 16 against 0.87
-// to 1.08 with 4: they have their own limit, DefaultBatchReadInFlight.
+// otherwise. Fewer batch more but make more commands wait; 16 ran creates
+// closest to the floor (docs/performance.md). Reads do better with fewer:
+// they have their own limit, DefaultBatchReadInFlight.
 const DefaultBatchInFlight = 16
 
 // DefaultBatchReadInFlight is the pipelines in flight beyond which a read
-// queues unless told otherwise. A GET costs Redis 1.2 to 1.6 µs, so its
-// round trip is mostly system calls on both sides, which a shared pipeline
-// saves; a create's script costs Redis 9 to 14 µs (used_cpu over 200,000 of
-// each in pipelines of 64, ad hoc; docs/performance.md). Alternating runs
-// of GET by id at 50 connections against the floor (ad hoc, four rounds of
-// 3 s each): 0.785 of the floor with 16, 0.78 with 8, 0.87 with 4, 0.88
-// with 2.
+// queues unless told otherwise. A GET costs Redis far less than a create's
+// script, so its round trip is mostly system calls on both sides, which a
+// shared pipeline saves (docs/performance.md).
 const DefaultBatchReadInFlight = 4
 
 // NewBatcher returns a Batcher of client and registers

@@ -85,15 +85,12 @@ func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
 		WriteTimeout:  o.WriteTimeout,
 		// Honour request deadlines, so that the store timeout bounds every call.
 		ContextTimeoutEnabled: true,
-		// go-redis gives each connection 32 KiB buffers each way, and each
-		// of its pipeline pool 128 KiB: sized for large values. A plant is
-		// a few hundred bytes at most; in RESP, a create of a plant like the
-		// harness's is about 220 bytes (a batch of 128, 28 KB) and a page of
-		// 100 about 37 KB of index replies (computed from the commands, not
-		// captured). A reply longer than the buffer is read straight into its
-		// own slice, a write longer than it flushes twice. With 16 sends in
-		// flight the default buffers added about 3 MB to the service's peak
-		// memory under 200 connections (VmHWM 44-46 MB, 42-43 with these).
+		// go-redis sizes its buffers for large values (32 KiB each way per
+		// connection, 128 KiB per pipeline). A plant is a few hundred bytes:
+		// a batch of 128 creates or a page of 100 fits these. A reply longer
+		// than the buffer is read straight into its own slice, a write longer
+		// than it flushes twice. Smaller buffers lower the peak memory under
+		// many connections (docs/performance.md).
 		ReadBufferSize:  connBuffer,
 		WriteBufferSize: connBuffer,
 	}

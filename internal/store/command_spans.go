@@ -22,10 +22,8 @@ import (
 // It replaces redisotel's hooks because they do their work before asking
 // the tracer for a span, and their filters cannot see the request's
 // context to skip the unsampled requests: the pipeline hook spelt every
-// pipeline out (on a page of GET /plants, 16 ZRANGEs then MGET, 7 % of the
-// service's CPU), the command hook allocated its attributes and options
-// (640 bytes and 3 allocations a create at 10 % sampling, in
-// BenchmarkChain), for spans that nine requests in ten never record. This
+// pipeline out, the command hook allocated its attributes and options, for
+// spans that nine requests in ten never record (docs/performance.md). This
 // hook does nothing unless the request's span records; a command outside
 // any request (the outbox relay's polling, the readiness probe's PING) gets
 // no span, rather than a trace of its own.

@@ -20,9 +20,8 @@ const (
 // coalescing hands ended spans to next (the SDK's batch processor) in bursts.
 // The batch processor sends every ended span over a channel to its own
 // goroutine; on a server that is not saturated that goroutine is parked, so
-// each span costs a scheduler wake-up, which profiles put at several
-// microseconds of CPU, more than the span's export. In bursts, one wake-up
-// serves a burst.
+// each span costs a scheduler wake-up, more CPU than the span's export. In
+// bursts, one wake-up serves a burst (docs/performance.md).
 type coalescing struct {
 	next  sdktrace.SpanProcessor
 	mu    sync.Mutex

@@ -116,12 +116,10 @@ func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
 // OTEL_BSP_MAX_EXPORT_BATCH_SIZE says otherwise; the SDK's default is 512.
 //
 // The batch processor encodes and sends a batch on its own goroutine, on
-// the cores that serve requests: 512 spans shaped like the service's took
-// 1.2 to 1.8 ms to a loopback receiver, and a request that lands behind
-// them waits. In exports of 64 the same spans cost as much in all (510 of
-// them in exports of 512, 128 or 64: 1.2 to 1.3 ms at best, either way;
-// ad hoc), in bursts an eighth as long. docs/performance.md has what that
-// did to the p99 at a quarter of peak and to the all-sampled throughput.
+// the cores that serve requests, and a request that lands behind a large
+// export waits. Exports of 64 cost as much in all as exports of 512, in
+// bursts an eighth as long, which lowers the p99 at moderate load
+// (docs/performance.md).
 const DefaultExportBatch = 64
 
 // newBatchProcessor is the SDK's batch span processor of exporter with

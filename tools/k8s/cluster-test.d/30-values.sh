@@ -37,9 +37,9 @@ else
   # Load until the HPA asks for more pods than its minimum, or 120 s. The
   # values' NetworkPolicy (enforced: kube-router) admits the API port only
   # from the ingress-nginx namespace: the load comes from there, as an
-  # ingress controller's requests would. Twice the scenarios' rate: at 250
-  # creates/s three pods sat at 64-87 % of their CPU request from run to
-  # run, too close to the 70 % target to scale every time.
+  # ingress controller's requests would. Twice the scenarios' rate: at
+  # their rate three pods sat too close to the HPA's CPU target to scale
+  # every time.
   restricted_ns ingress-nginx
   kubectl get secret -n "$ns" "$REL-tokens" -o json |
     jq '{apiVersion, kind, type, data, metadata: {name: .metadata.name}}' | kubectl apply -n ingress-nginx -f - >/dev/null

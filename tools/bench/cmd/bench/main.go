@@ -1,8 +1,10 @@
-// Command bench is plantstore's performance harness (`make bench`). It builds
-// the service's release binary and the floor (cmd/floor), starts redis-server,
-// OTLP sinks and the servers on loopback, measures them alternately, round
-// after round, and writes docs/performance.md and its chart. See
-// docs/performance.md for what it measures and how.
+// Command bench is plantstore's performance harness (`make bench-load`). It
+// builds the service's release binary and the floor (cmd/floor), starts
+// redis-server, OTLP sinks and the servers on loopback, measures them
+// alternately, round after round, and writes the figures block of
+// docs/performance.md, its chart and the run's data (performance.json).
+// With -render it renders the block and the chart again from that data,
+// without measuring. docs/performance.md says what it measures and how.
 package main
 
 import (
@@ -51,6 +53,7 @@ type options struct {
 	keep         bool
 	checkTargets bool
 	profile      string
+	render       bool
 	// The 1.1.0 routes' closed-loop phases, and the plants stored for their reads.
 	routeDuration, routeWarmup time.Duration
 	routeFill                  int64
@@ -90,8 +93,9 @@ func realMain() int {
 	fs.DurationVar(&o.settle, "settle", time.Second, "wait after start-up before reading the idle RSS")
 	fs.IntVar(&o.conns, "conns", 50, "closed-loop connections")
 	fs.BoolVar(&o.short, "short", false, "CI variant: 1 round of 1s phases, written to a temporary file unless -out is given; fails when a phase has no figure or a request failed")
-	fs.StringVar(&o.out, "out", "", "markdown report (default: <repo>/docs/performance.md; with -short a temporary file)")
+	fs.StringVar(&o.out, "out", "", "markdown report whose figures block is rewritten, or a new file (default: <repo>/docs/performance.md; with -short a temporary file); the run's data goes beside it, with .json")
 	fs.StringVar(&o.png, "png", "", "chart (default: the -out path with .png)")
+	fs.BoolVar(&o.render, "render", false, "measure nothing: render the report's figures block and chart again from the run's data saved beside it (the -out path with .json)")
 	fs.StringVar(&o.repo, "repo", "", "plantstore's repository root (default: found from the working directory)")
 	fs.StringVar(&o.benchtime, "benchtime", "20000x", "-benchtime of the allocations benchmark (2000x with -short)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up (and tear everything down) after this long")
@@ -153,6 +157,9 @@ func realMain() int {
 	defer cancel()
 
 	h := &harness{opts: o, start: time.Now(), hz: procfs.ClockTicks()}
+	if o.render {
+		return h.render()
+	}
 	code := h.main(ctx)
 	h.teardown(code != 0)
 	return code
@@ -169,6 +176,18 @@ func (h *harness) main(ctx context.Context) int {
 		return 1
 	}
 	h.bench = filepath.Join(root, "tools", "bench")
+	out, png, err := h.outputs(root)
+	if err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	// A report that cannot take the figures is found before the rounds, not after.
+	if previous, err := os.ReadFile(out); err == nil {
+		if _, err := report.Block(previous); err != nil {
+			h.logf("error: %s: %v", out, err)
+			return 1
+		}
+	}
 	if h.work, err = os.MkdirTemp("", "plantstore-bench-"); err != nil {
 		h.logf("error: %v", err)
 		return 1
@@ -214,21 +233,16 @@ func (h *harness) main(ctx context.Context) int {
 		}
 	}
 
-	out, png, err := h.outputs(root)
-	if err != nil {
-		h.logf("error: %v", err)
-		return 1
-	}
 	if len(h.run.Failures) > 0 && h.opts.out == "" && !h.opts.short {
 		// A failed run does not overwrite the committed report.
 		out, png = filepath.Join(h.work, "performance.md"), filepath.Join(h.work, "performance.png")
 		h.logf("the run failed: writing its report to %s, not to docs/", out)
 	}
-	if err := h.write(out, png); err != nil {
+	if err := write(h.run, out, png, true); err != nil {
 		h.logf("error: %v", err)
 		return 1
 	}
-	h.logf("wrote %s and %s in %s", out, png, h.run.Elapsed.Round(time.Second))
+	h.logf("wrote %s, %s and %s in %s", out, png, dataPath(out), h.run.Elapsed.Round(time.Second))
 	code := 0
 	for _, f := range h.run.Failures {
 		h.logf("FAILURE: %s", f)
@@ -278,29 +292,85 @@ func (h *harness) outputs(root string) (out, png string, err error) {
 	return out, png, nil
 }
 
-func (h *harness) write(out, png string) error {
+// render is -render: the report's figures block and chart from the run's
+// data saved beside it, nothing measured.
+func (h *harness) render() int {
+	root, err := findRepo(h.opts.repo)
+	if err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	out, png, err := h.outputs(root)
+	if err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	b, err := os.ReadFile(dataPath(out))
+	if err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	run, err := report.DecodeRun(b)
+	if err != nil {
+		h.logf("error: %s: %v", dataPath(out), err)
+		return 1
+	}
+	if err := write(run, out, png, false); err != nil {
+		h.logf("error: %v", err)
+		return 1
+	}
+	h.logf("rendered %s and %s from %s", out, png, dataPath(out))
+	return 0
+}
+
+// dataPath is where the run's data goes beside the report out.
+func dataPath(out string) string { return strings.TrimSuffix(out, filepath.Ext(out)) + ".json" }
+
+// write draws the chart, renders the run into the report's figures block
+// (a new report when out does not exist) and, with save, saves the run's
+// data beside it. A report without the block is left as it is.
+func write(run *report.Run, out, png string, save bool) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(png), 0o755); err != nil {
 		return err
 	}
-	if err := report.Chart(h.run, png); err != nil {
-		h.run.Failures = append(h.run.Failures, err.Error())
+	run.PNG = ""
+	if err := report.Chart(run, png); err != nil {
+		run.Failures = append(run.Failures, err.Error())
 	} else if rel, err := filepath.Rel(filepath.Dir(out), png); err == nil {
-		h.run.PNG = filepath.ToSlash(rel)
+		run.PNG = filepath.ToSlash(rel)
 	} else {
-		h.run.PNG = png
+		run.PNG = png
 	}
 	previous, err := os.ReadFile(out)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	tmp := out + ".tmp"
-	if err := os.WriteFile(tmp, report.Markdown(h.run, previous), 0o644); err != nil {
+	md, err := report.Markdown(run, previous)
+	if err != nil {
+		return fmt.Errorf("%s: %w", out, err)
+	}
+	if save {
+		data, err := report.EncodeRun(run)
+		if err != nil {
+			return err
+		}
+		if err := writeFile(dataPath(out), data); err != nil {
+			return err
+		}
+	}
+	return writeFile(out, md)
+}
+
+// writeFile replaces path's contents in one rename.
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp, out)
+	return os.Rename(tmp, path)
 }
 
 // teardown stops every process the harness started, newest first, and the

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,4 +198,65 @@ func TestInfoInt(t *testing.T) {
 			t.Errorf("infoInt(%s) = %d, %v; want %d", tc.field, got, err, tc.want)
 		}
 	}
+}
+
+// The committed figures and chart are what -render writes from the
+// committed run's data: a hand edit of the block, a generator changed
+// without rendering again, or data and report from different runs fail here.
+func TestDocFiguresAreTheRunData(t *testing.T) {
+	root, err := findRepo("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "performance.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "docs", "performance.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := report.DecodeRun(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Short || len(run.Failures) > 0 {
+		t.Errorf("docs/performance.json is a short or failed run (short %v, failures %q): commit a full make bench-load", run.Short, run.Failures)
+	}
+	// The chart too: gonum/plot draws the same bytes from the same data.
+	committed, err := os.ReadFile(filepath.Join(root, "docs", filepath.FromSlash(run.PNG)))
+	if err != nil {
+		t.Errorf("the figures' chart: %v", err)
+	}
+	drawn := filepath.Join(t.TempDir(), "chart.png")
+	if err := report.Chart(run, drawn); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(drawn); err != nil {
+		t.Fatal(err)
+	} else if !bytes.Equal(b, committed) {
+		t.Errorf("docs/%s is not the chart of docs/performance.json; render it again with `cd tools/bench && go run ./cmd/bench -render`", run.PNG)
+	}
+	got, err := report.Block(doc)
+	if err != nil {
+		t.Fatalf("docs/performance.md: %v", err)
+	}
+	want := report.Figures(run)
+	if string(got) == string(want) {
+		return
+	}
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	i := 0
+	for i < len(g) && i < len(w) && g[i] == w[i] {
+		i++
+	}
+	line := func(ls []string) string {
+		if i < len(ls) {
+			return ls[i]
+		}
+		return "(end of block)"
+	}
+	t.Errorf("docs/performance.md's figures are not what tools/bench renders from docs/performance.json; "+
+		"render them again with `cd tools/bench && go run ./cmd/bench -render` (after a generator change), "+
+		"or run make bench-load. Line %d of the block:\n got: %s\nwant: %s", i+1, line(g), line(w))
 }

@@ -225,9 +225,8 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 	// turn, the variant that goes first changing from turn to turn. The
 	// machine's own disturbances (a neighbour's burst of a second or so,
 	// which the floor suffers as much as the service) then fall on every
-	// variant alike instead of on whichever ran at the time: with one
-	// window per variant the p99 ratio at the same settings ranged from 1.6
-	// to 2.5 over the rounds of four runs.
+	// variant alike instead of on whichever ran at the time
+	// (docs/performance.md).
 	turns := max(1, int(h.opts.rateDuration/openTurn))
 	for j, rate := range rd.Rates {
 		results := make([]load.Result, len(rs))

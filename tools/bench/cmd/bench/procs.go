@@ -144,12 +144,9 @@ func (h *harness) startRedis(ctx context.Context) (string, *redis.Client, error)
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "yes", "--dir", dir,
 		"--appendonly", "yes", "--appendfsync", h.run.Appendfsync, "--maxmemory-policy", "noeviction",
 		// No fork lands in a phase: no RDB snapshots, and no automatic AOF
-		// rewrites (resetRedis rewrites between rounds). With Redis's
-		// default (a rewrite each time the AOF doubles past 64 MB) three
-		// rewrites a round started mid-phase, each a fork and a child
-		// writing the whole data set for 0.6 to 1.9 s on the two cores,
-		// on whichever variant ran then: one took the service's p99 at
-		// 50 % of peak to 173 ms (the floor's 7.6 that round).
+		// rewrites (resetRedis rewrites between rounds). A rewrite is a fork
+		// and a child writing the whole data set on the two cores, which
+		// fell on whichever variant ran then (docs/performance.md).
 		"--save", "", "--auto-aof-rewrite-percentage", "0",
 		"--logfile", filepath.Join(dir, "redis.log"),
 	}

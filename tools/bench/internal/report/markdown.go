@@ -2,37 +2,70 @@ package report
 
 import (
 	"bytes"
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/plantstore/plantstore/tools/bench/internal/cpuprof"
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
 
-// defaultChanges is the changes section of a new file.
-const defaultChanges = `Record here each change that mattered: what changed, and the figures before and after
-(median and spread over the rounds of one run of ` + "`make bench`" + ` on each side). The harness keeps
-everything between the two markers as it is when it rewrites this file.
+// The markers of the generated block in docs/performance.md. Everything
+// outside them (the method, the decision record) is written by hand; the
+// harness rewrites only what is between them.
+const (
+	FiguresBegin = "<!-- figures:begin: written by tools/bench (make bench-load, or -render from performance.json); edit outside the markers only -->"
+	FiguresEnd   = "<!-- figures:end -->"
+)
 
-| change | figure | before | after |
-|---|---|---|---|
-`
+// ErrNoFigures is returned for a document without exactly one pair of
+// figures markers, in order.
+var ErrNoFigures = errors.New("no figures block (" + FiguresBegin + " … " + FiguresEnd + ")")
 
-// Changes returns the text between the changes markers of a previous
-// version of the file, verbatim, or the default text when there is none.
-func Changes(previous []byte) string {
-	s := string(previous)
-	b := strings.Index(s, ChangeBegin)
-	if b < 0 {
-		return defaultChanges
+// blockBounds returns where the figures block's content starts and ends in
+// doc: after the begin marker's line, before the end marker.
+func blockBounds(doc string) (start, end int, err error) {
+	b := strings.Index(doc, FiguresBegin)
+	e := strings.Index(doc, FiguresEnd)
+	if b < 0 || e < b || strings.Count(doc, FiguresBegin) != 1 || strings.Count(doc, FiguresEnd) != 1 {
+		return 0, 0, ErrNoFigures
 	}
-	rest := s[b+len(ChangeBegin):]
-	e := strings.Index(rest, ChangeEnd)
-	if e < 0 {
-		return defaultChanges
+	start = b + len(FiguresBegin)
+	if strings.HasPrefix(doc[start:], "\n") {
+		start++
 	}
-	return strings.TrimPrefix(rest[:e], "\n")
+	return start, e, nil
+}
+
+// Block returns the content of doc's figures block.
+func Block(doc []byte) ([]byte, error) {
+	start, end, err := blockBounds(string(doc))
+	if err != nil {
+		return nil, err
+	}
+	return doc[start:end], nil
+}
+
+// Markdown renders the run into previous, the document's current contents,
+// replacing its figures block and keeping everything else verbatim. Without
+// a previous document (nil) it writes one of its own: a title and the block.
+func Markdown(r *Run, previous []byte) ([]byte, error) {
+	if previous == nil {
+		previous = []byte("# Performance: one run of tools/bench\n\n" + FiguresBegin + "\n" + FiguresEnd + "\n")
+	}
+	start, end, err := blockBounds(string(previous))
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.Write(previous[:start])
+	b.Write(Figures(r))
+	b.Write(previous[end:])
+	return b.Bytes(), nil
 }
 
 // num formats x with prec decimals, or "–" when it is not a number.
@@ -69,55 +102,48 @@ func pct(f float64) string { return fmt.Sprintf("%.0f %%", f*100) }
 // pctf formats a share as a percentage with one decimal.
 func pctf(f float64) string { return fmt.Sprintf("%.1f %%", f*100) }
 
-// Markdown renders the run as docs/performance.md, keeping the changes
-// section of previous (the file's current contents, or nil).
-func Markdown(r *Run, previous []byte) []byte {
+// redisVersion is the "v=" field of `redis-server --version`, or the whole
+// line when it has none.
+func redisVersion(s string) string {
+	for f := range strings.FieldsSeq(s) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return "Redis " + v
+		}
+	}
+	return s
+}
+
+// Figures renders the run as the content of docs/performance.md's figures
+// block: what ran, the issues' targets, then the tables the targets come
+// from. The method is the document's own, outside the block.
+func Figures(r *Run) []byte {
 	var b bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	rounds := len(r.Rounds)
 
-	p("# Performance\n\n")
-	p("<!-- Written by tools/bench (`make bench`). Everything outside the changes markers is regenerated; edit only between them. -->\n\n")
-	p("How close the service, with its default telemetry on, runs to **the floor**: a bare net/http handler that only\n")
-	p("decodes the body with encoding/json, stores it with one go-redis `SET key value NX GET` and encodes the Plant\n")
-	p("(`tools/bench/cmd/floor`). Both run as release builds against the same real `redis-server` (AOF on,\n")
-	p("`appendfsync %s` as the chart runs it) on loopback, alternating within each round (the floor and the\n", r.Appendfsync)
-	p("service as a pair, the floor first in odd rounds and the service first in even ones, then\n")
-	p("service-all-sampled) so that drift of the machine cancels out in the ratios. The service runs with metrics,\n")
-	p("access logs (default sampling)\n")
-	p("and tracing exported over OTLP/HTTP to a local sink at the chart's sampler (`parentbased_traceidratio`, 0.1);\n")
-	p("**service-all-sampled** is the same with `OTEL_TRACES_SAMPLER=always_on`.\n\n")
-	p("Every figure is the **median over %d round(s)**, with the spread (min–max) in parentheses. A ratio is the\n", rounds)
-	p("median of the per-round ratios to the floor of the same round.\n\n")
 	if r.Short {
 		p("> **Short run (`-short`)**: one round of one-second phases, made to check that the harness works, not to\n")
 		p("> quote. Use a default run for figures.\n\n")
 	}
-
-	p("## Run\n\n")
-	p("| | |\n|---|---|\n")
-	p("| date | %s |\n", r.Date.UTC().Format(time.RFC3339))
-	p("| command | `%s` |\n", r.Command)
-	p("| machine | %d CPUs, %s |\n", r.Machine.NProc, r.Machine.CPU)
-	p("| kernel | %s |\n", r.Machine.Kernel)
-	p("| Go | %s |\n", r.Machine.GoVersion)
-	p("| Redis | %s |\n", r.Machine.Redis)
-	p("| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", r.Machine.LoadBefore, r.Machine.LoadAfter)
-	p("| phases | %d round(s); closed loop %s per variant after a %s warm-up, %d connections; open loop %s per rate and variant |\n",
-		rounds, r.Duration, r.Warmup, r.Conns, r.RateDuration)
-	if r.HasSweep() {
-		p("| creates by concurrency | closed loop at %s connections, %s per variant after a %s warm-up, each number of connections on a floor and a service started for it |\n",
-			joinInts(r.SweepConns), r.SweepDuration, r.Warmup)
-	}
-	serviceFlags := "none"
+	flags := "none"
 	if len(r.ServiceFlags) > 0 {
-		serviceFlags = "`" + strings.Join(r.ServiceFlags, " ") + "` (`-service-flags`), appended to both service variants' command line"
+		flags = "`" + strings.Join(r.ServiceFlags, " ") + "` (`-service-flags`)"
 	}
-	p("| service flags | %s |\n", serviceFlags)
 	if len(r.ServiceEnv) > 0 {
-		p("| service environment | `%s` (`-service-env`), added to both service variants' environment |\n", strings.Join(r.ServiceEnv, " "))
+		flags += "; environment `" + strings.Join(r.ServiceEnv, " ") + "` (`-service-env`)"
 	}
-	p("| wall time | %s |\n", r.Elapsed.Round(time.Second))
+	p("- run: %s, `%s`, %d round(s), %s; service flags: %s\n", r.Date.UTC().Format(time.RFC3339), r.Command, rounds, r.Elapsed.Round(time.Second), flags)
+	p("- machine: %d CPUs (%s), %s, %s, %s (`appendfsync %s`); load average %s at the start, %s at the end\n",
+		r.Machine.NProc, r.Machine.CPU, r.Machine.Kernel, r.Machine.GoVersion, redisVersion(r.Machine.Redis), r.Appendfsync,
+		r.Machine.LoadBefore, r.Machine.LoadAfter)
+	p("- phases: creates in a closed loop at %d connections, %s per variant after a %s warm-up", r.Conns, r.Duration, r.Warmup)
+	if r.HasSweep() {
+		p(", and at %s connections, %s each", joinInts(r.SweepConns), r.SweepDuration)
+	}
+	if r.HasRoutes() {
+		p("; the 1.1.0 routes %s each after %s, %d plants stored", r.RouteDuration, r.RouteWarmup, r.RouteFill)
+	}
+	p("; the open loop %s per rate and variant\n", r.RateDuration)
 	var failed, routeFailed int64
 	for _, rd := range r.Rounds {
 		for _, m := range rd.Measures {
@@ -130,20 +156,13 @@ func Markdown(r *Run, previous []byte) []byte {
 			}
 		}
 	}
-	p("| creates not answered 200 | %d |\n", failed)
-	p("| Redis forks during the rounds | %d (0 expected: the harness runs Redis with RDB snapshots and automatic AOF rewrites off) |\n", r.RedisForks)
-	if r.HasRoutes() {
-		p("| 1.1.0 routes | closed loop %s per route and variant after a %s warm-up, %d connections; requests failed (bad status or body, or no answer) %d |\n",
-			r.RouteDuration, r.RouteWarmup, r.Conns, routeFailed)
-	}
+	p("- checks: %d creates not answered 200, %d route requests failed, %d Redis forks during the rounds", failed, routeFailed, r.RedisForks)
 	for _, v := range []string{Service, AllSampled} {
-		p("| %s telemetry | %d OTLP exports (%d KiB) received by the sink; %d access log lines written |\n",
-			v, r.OTLPExports[v], r.OTLPBytes[v]/1024, r.AccessLines[v])
+		p("; %s %d OTLP exports (%d KiB), %d access lines", v, r.OTLPExports[v], r.OTLPBytes[v]/1024, r.AccessLines[v])
 	}
-	p("\n")
+	p("\n\n")
 
 	if len(r.Failures) > 0 || len(r.Warnings) > 0 {
-		p("## Problems\n\n")
 		for _, f := range r.Failures {
 			p("- **failure**: %s\n", f)
 		}
@@ -153,14 +172,6 @@ func Markdown(r *Run, previous []byte) []byte {
 		p("\n")
 	}
 
-	p("## Targets\n\n")
-	levels := []int{r.Conns}
-	if r.HasSweep() {
-		levels = r.ConcurrencyLevels()
-	}
-	p("From issue 5 (the cost of the default telemetry) and issue 15 (the service against its floor: creates at\n")
-	p("%s connections, p99 at 25 %% of its own peak rate, peak RSS under the most connections, the 1.1.0\n", joinInts(levels))
-	p("routes), judged on the medians of this run. A ratio is the median of the per-round ratios.\n\n")
 	p("| issue | target | measured | verdict |\n|---|---|---|---|\n")
 	for _, t := range r.Targets() {
 		verdict := "FAIL"
@@ -175,69 +186,38 @@ func Markdown(r *Run, previous []byte) []byte {
 	}
 	p("\n")
 
-	p("## Peak throughput\n\n")
-	p("Closed loop, %d connections, fresh ids (every request a real insert), %s per round after a %s warm-up.\n\n", r.Conns, r.Duration, r.Warmup)
-	p("| variant | requests/s | ÷ floor |\n|---|---|---|\n")
-	for _, v := range Variants {
-		p("| %s | %s | %s |\n", v, cell(r.Figure(v, PeakOf), 0), ratioCell(r, v, PeakOf, 3))
+	p("Closed loops, median (min–max) over the rounds; CPU: the server's; p99: coordinated; peak RSS: `VmHWM`, one load per process.\n\n")
+	p("| load | service req/s | floor req/s | ÷ floor | service CPU s/1k | floor CPU s/1k | service p99 ms | floor p99 ms | service peak RSS MiB | floor peak RSS MiB |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|\n")
+	levels := []int{r.Conns}
+	if r.HasSweep() {
+		levels = r.ConcurrencyLevels()
+	}
+	row := func(name, v string, peak, cpu, p99, rss func(*Measure) float64) {
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name,
+			cell(r.Figure(v, peak), 0), cell(r.Figure(Floor, peak), 0), cell(r.RatioToFloor(v, peak), 3),
+			cell(r.Figure(v, cpu), 4), cell(r.Figure(Floor, cpu), 4),
+			cell(r.Figure(v, p99), 2), cell(r.Figure(Floor, p99), 2),
+			cell(r.Figure(v, rss), 1), cell(r.Figure(Floor, rss), 1))
+	}
+	for _, c := range levels {
+		row(fmt.Sprintf("creates, %d connections", c), Service,
+			r.CreatesAt(c, ConnsPeakOf), r.CreatesAt(c, ConnsCPUOf), r.CreatesAt(c, ConnsP99Of), r.CreatesAt(c, ConnsRSSOf))
+	}
+	row(fmt.Sprintf("creates, %d connections, %s", r.Conns, AllSampled), AllSampled,
+		r.CreatesAt(r.Conns, ConnsPeakOf), r.CreatesAt(r.Conns, ConnsCPUOf), r.CreatesAt(r.Conns, ConnsP99Of), r.CreatesAt(r.Conns, ConnsRSSOf))
+	if r.HasRoutes() {
+		none := func(*Measure) float64 { return math.NaN() }
+		for _, route := range Routes {
+			row(fmt.Sprintf("`%s`, %d connections", route, r.Conns), Service,
+				RouteOf(route, RoutePeakOf), RouteOf(route, RouteCPUOf), RouteOf(route, RouteP99Of), none)
+		}
 	}
 	p("\n")
 
-	if r.HasSweep() {
-		p("## Creates by concurrency\n\n")
-		p("The creates' closed loop (fresh ids, each answer must be 200) at each number of connections, service (the\n")
-		p("chart's sampling) and floor alternating within each round as above. %d connections is the round's closed\n", r.Conns)
-		p("loop of the table above, on the round's processes; each other number of connections runs, %s after a %s\n", r.SweepDuration, r.Warmup)
-		p("warm-up, on a floor and a service started for it. Peak RSS is `VmHWM`, the high-water mark since exec, of a\n")
-		p("process that ran only that load: read right after the phase (at %d connections, after the closed loop and\n", r.Conns)
-		p("before the open loop). CPU: the server's, per 1,000 requests. p99: closed loop (coordinated, for\n")
-		p("information). Ratios are the medians of the per-round ratios; the chart's right panel (under Latency)\n")
-		p("draws the requests/s.\n\n")
-		p("| connections | service requests/s | floor requests/s | ÷ floor | service CPU s/1k | floor CPU s/1k | service p99 ms | floor p99 ms | service peak RSS MiB | floor peak RSS MiB | RSS ÷ floor |\n")
-		p("|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, c := range r.ConcurrencyLevels() {
-			peak, cpu, p99, rss := r.CreatesAt(c, ConnsPeakOf), r.CreatesAt(c, ConnsCPUOf), r.CreatesAt(c, ConnsP99Of), r.CreatesAt(c, ConnsRSSOf)
-			p("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c,
-				cell(r.Figure(Service, peak), 0), cell(r.Figure(Floor, peak), 0), cell(r.RatioToFloor(Service, peak), 3),
-				cell(r.Figure(Service, cpu), 4), cell(r.Figure(Floor, cpu), 4),
-				cell(r.Figure(Service, p99), 2), cell(r.Figure(Floor, p99), 2),
-				cell(r.Figure(Service, rss), 1), cell(r.Figure(Floor, rss), 1), cell(r.RatioToFloor(Service, rss), 2))
-		}
-		p("\n")
-	}
-
-	if r.HasRoutes() {
-		p("## API 1.1.0 routes\n\n")
-		p("Closed loop, %d connections, %s per round and variant after a %s warm-up, service (chart's sampling) and\n", r.Conns, r.RouteDuration, r.RouteWarmup)
-		p("floor alternating (the floor first in odd rounds, the service first in even ones). Before the reads the\n")
-		p("harness stores %d plants in the service's key layout (besides those the create phases left); GET asks for\n", r.RouteFill)
-		p("one of them at random, and each answer must be 200 and that plant. A list connection walks from the first\n")
-		p("page, following each page's `Link` rel=\"next\" (the service's opaque cursor, the floor's own) to the last\n")
-		p("page and starting again; each page must be 200, full when a next follows, in id order after the previous\n")
-		p("one. DELETE takes fresh ids from a pool stored before the phase, each id once, and each answer must be 204.\n")
-		p("The floor does the same Redis work as the service, barely: one `GET`; one pipeline of 16 `ZRANGE BYLEX`\n")
-		p("then one of `MGET`s; the service's delete script; no authentication, as for its creates. CPU: the\n")
-		p("server's, per 1,000 requests. Ratios are the medians of the per-round ratios.\n\n")
-		p("| route | service requests/s | floor requests/s | ÷ floor | service CPU s/1k | floor CPU s/1k | service p99 ms | floor p99 ms |\n|---|---|---|---|---|---|---|---|\n")
-		for _, route := range Routes {
-			peak, cpu, p99 := RouteOf(route, RoutePeakOf), RouteOf(route, RouteCPUOf), RouteOf(route, RouteP99Of)
-			p("| `%s` | %s | %s | %s | %s | %s | %s | %s |\n", route,
-				cell(r.Figure(Service, peak), 0), cell(r.Figure(Floor, peak), 0), cell(r.RatioToFloor(Service, peak), 3),
-				cell(r.Figure(Service, cpu), 4), cell(r.Figure(Floor, cpu), 4),
-				cell(r.Figure(Service, p99), 2), cell(r.Figure(Floor, p99), 2))
-		}
-		p("\n")
-	}
-
-	p("## Latency\n\n")
-	p("Open loop at fixed rates, fractions of each round's service peak (the same absolute rates for every variant in\n")
-	p("the round), each latency counted from the request's intended send time, so a stall delays every request\n")
-	p("scheduled behind it (no coordinated omission). Milliseconds. The generator's lag is how late it sent its\n")
-	p("requests itself (p99; already inside the latencies): when it is large, the machine, not only the server,\n")
-	p("was out of CPU. Each rate runs in turns of about 500 ms, every variant once per turn, the one going first\n")
-	p("changing from turn to turn, so that a disturbance of the machine lasting a second or so falls on every\n")
-	p("variant alike; a variant's figures are over all its turns.\n\n")
-	p("| rate | requests/s sent | variant | answered/s | p50 | p99 | p99.9 | p99 ÷ floor | generator lag p99 |\n|---|---|---|---|---|---|---|---|---|\n")
+	p("Open loop at fractions of each round's service peak, ms from the intended send time; lag: how late the generator sent.\n\n")
+	p("| rate | requests/s sent | service p50 / p99 / p99.9 | service-all-sampled p50 / p99 / p99.9 | floor p50 / p99 / p99.9 | p99 ÷ floor's: service; service-all-sampled | generator lag p99: service; service-all-sampled; floor |\n")
+	p("|---|---|---|---|---|---|---|\n")
 	for i, f := range r.Fractions {
 		rate := make([]float64, 0, rounds)
 		for _, rd := range r.Rounds {
@@ -245,13 +225,17 @@ func Markdown(r *Run, previous []byte) []byte {
 				rate = append(rate, rd.Rates[i])
 			}
 		}
+		p("| %s of peak | %s", pct(f), cell(stats.Summary(rate), 0))
 		for _, v := range Variants {
-			p("| %s of peak | %s | %s | %s | %s | %s | %s | %s | %s |\n", pct(f), cell(stats.Summary(rate), 0), v,
-				cell(r.Figure(v, OpenAt(i, AchievedOf)), 0),
-				cell(r.Figure(v, OpenAt(i, P50Of)), 2), cell(r.Figure(v, OpenAt(i, P99Of)), 2),
-				cell(r.Figure(v, OpenAt(i, P999Of)), 2), ratioCell(r, v, OpenAt(i, P99Of), 2),
-				cell(r.Figure(v, OpenAt(i, LagOf)), 2))
+			p(" | %s / %s / %s", cell(medianOnly(r.Figure(v, OpenAt(i, P50Of))), 2),
+				cell(medianOnly(r.Figure(v, OpenAt(i, P99Of))), 2), cell(medianOnly(r.Figure(v, OpenAt(i, P999Of))), 2))
 		}
+		p(" | %s; %s", ratioCell(r, Service, OpenAt(i, P99Of), 2), ratioCell(r, AllSampled, OpenAt(i, P99Of), 2))
+		lags := make([]string, len(Variants))
+		for j, v := range Variants {
+			lags[j] = cell(medianOnly(r.Figure(v, OpenAt(i, LagOf))), 2)
+		}
+		p(" | %s |\n", strings.Join(lags, "; "))
 	}
 	p("\n")
 	if r.PNG != "" {
@@ -262,148 +246,77 @@ func Markdown(r *Run, previous []byte) []byte {
 		p("![%s](%s)\n\n", alt, r.PNG)
 	}
 
-	p("## CPU\n\n")
-	p("CPU time (user + system, from `/proc/<pid>/stat`) of the server process alone over the closed-loop window,\n")
-	p("per 1,000 requests. Redis is not counted; the load generator's own CPU (the harness process, over the same\n")
-	p("window) is shown for scale, as it shares the machine. Redis's AOF: what it grew by over the same window, per\n")
-	p("create (the service's script is logged as `MULTI`, `SET`, `ZADD`, `EXEC`, the floor's as one `SET`); Redis\n")
-	p("rewrites its AOF, a fork, each time it doubles past 64 MB, so the chart's Redis, which keeps those\n")
-	p("automatic rewrites, forks that much more often per create than for the floor's.\n\n")
-	p("| variant | CPU seconds per 1,000 requests | ÷ floor | load generator's | Redis AOF bytes per create | ÷ floor |\n|---|---|---|---|---|---|\n")
+	p("| variant | idle RSS MiB | peak RSS MiB, whole round | ready ms | load generator's CPU s/1k | Redis AOF bytes per create | AOF ÷ floor |\n|---|---|---|---|---|---|---|\n")
 	for _, v := range Variants {
-		p("| %s | %s | %s | %s | %s | %s |\n", v, cell(r.Figure(v, CPUOf), 4), ratioCell(r, v, CPUOf, 2), cell(r.Figure(v, GenCPUOf), 4),
-			cell(r.Figure(v, AOFOf), 0), ratioCell(r, v, AOFOf, 2))
+		p("| %s | %s | %s | %s | %s | %s | %s |\n", v, cell(r.Figure(v, IdleRSSOf), 1), cell(r.Figure(v, PeakRSSOf), 1),
+			cell(r.Figure(v, ReadyOf), 1), cell(r.Figure(v, GenCPUOf), 4), cell(r.Figure(v, AOFOf), 0), ratioCell(r, v, AOFOf, 2))
 	}
 	p("\n")
 
 	if pr := r.Profile; pr != nil {
-		p("## Profile breakdown\n\n")
-		p("Where the service's CPU goes under the creates' closed loop: after the rounds the harness runs the service\n")
-		p("(the chart's sampling) once more with `--pprof`, %d connections, and takes a CPU profile of %.1f s (%.1f s of\n", pr.Conns, pr.Duration, pr.Seconds)
-		p("CPU sampled; %.0f requests/s under profiling, which costs CPU of its own; no other figure comes from this\n", pr.Throughput)
-		p("run). **Flat**: the samples whose innermost function of a known component is in it (a `runtime.memmove`\n")
-		p("under encoding/json counts for JSON; the column adds up to 100 %%). **Through**: the samples whose stack\n")
-		p("passes through it anywhere (overlapping: a Redis call under the service's handler counts in both). The\n")
-		p("functions' flat is pprof's (the innermost function itself). Profiles: `%s` (`go tool pprof`).\n\n", pr.Dir)
-		p("| component | flat | through |\n|---|---|---|\n")
-		for _, c := range pr.Components {
-			through := pctf(c.Cum)
-			if c.Cum == 0 && c.Flat > 0 { // other: no "through"
-				through = "–"
-			}
-			p("| %s | %s | %s |\n", c.Name, pctf(c.Flat), through)
-		}
-		p("\n| function (top %d by flat) | flat | through |\n|---|---|---|\n", len(pr.Top))
-		for _, f := range pr.Top {
-			p("| `%s` | %s | %s |\n", f.Name, pctf(f.Flat), pctf(f.Cum))
-		}
-		p("\n")
-	}
-
-	p("## Memory and start-up\n\n")
-	p("Resident memory (`VmRSS`) idle, after start-up and a settle of at least a second; peak (`VmHWM`) after the\n")
-	p("round's load. Ready: from exec to `/readyz` answering 200, polled every 2 ms (the floor's `/readyz` pings\n")
-	p("Redis as the service's does).\n\n")
-	p("| variant | idle RSS MiB | peak RSS MiB | ready ms |\n|---|---|---|---|\n")
-	for _, v := range Variants {
-		p("| %s | %s | %s | %s |\n", v, cell(r.Figure(v, IdleRSSOf), 1), cell(r.Figure(v, PeakRSSOf), 1), cell(r.Figure(v, ReadyOf), 1))
-	}
-	p("\n")
-
-	p("## Allocations\n\n")
-	p("The handler chain in-process on real Redis (`internal/perf`, BenchmarkChain), telemetry off, on (the chart's\n")
-	p("sampling) and with every request sampled: `%s` (from the repository root; the harness\n", r.AllocsCommand)
-	p("builds the test binary with `go test -c` before the rounds and runs it with the same flags after them).\n\n")
-	if r.AllocsError != "" {
-		p("Not measured: %s\n\n", r.AllocsError)
-	} else {
-		p("| benchmark | ns/op | B/op | allocs/op |\n|---|---|---|---|\n")
-		for _, a := range r.Allocs {
-			p("| %s | %s | %s | %s |\n", a.Name, num(a.NsPerOp, 0), num(a.BytesPerOp, 0), num(a.AllocsPerOp, 0))
-		}
-		p("\n")
-	}
-
-	p("## Every round\n\n")
-	p("| round | variant | peak/s | CPU s/1k | p99 ms at %s | idle MiB | peak MiB | ready ms |\n|---|---|---|---|---|---|---|---|\n",
-		strings.Join(fractionNames(r.Fractions), " / "))
-	for i, rd := range r.Rounds {
-		for _, v := range Variants {
-			m := rd.Measures[v]
-			if m == nil {
+		comps := slices.Clone(pr.Components)
+		slices.SortStableFunc(comps, func(a, b cpuprof.Share) int { return cmp.Compare(b.Flat, a.Flat) })
+		parts := make([]string, 0, len(comps))
+		for _, c := range comps {
+			if c.Flat < 0.0005 && c.Cum < 0.0005 {
 				continue
 			}
-			p99s := make([]string, len(m.Open))
-			for j, l := range m.Open {
-				p99s[j] = num(l.P99, 2)
+			part := c.Name + " " + pctf(c.Flat)
+			if c.Cum > 0 { // other has no "through"
+				part += " (" + pctf(c.Cum) + ")"
 			}
-			p("| %d | %s | %s | %s | %s | %s | %s | %s |\n", i+1, v, num(m.Peak, 0), num(m.CPUPer1k, 4),
-				strings.Join(p99s, " / "), num(m.IdleRSS, 1), num(m.PeakRSS, 1), num(m.ReadyMs, 1))
+			parts = append(parts, part)
 		}
-	}
-	p("\n")
-
-	if r.HasRoutes() {
-		p("| round | route | service/s | floor/s | ÷ floor |\n|---|---|---|---|---|\n")
-		for i, rd := range r.Rounds {
-			for _, route := range Routes {
-				peak := RouteOf(route, RoutePeakOf)
-				a, b := math.NaN(), math.NaN()
-				if m := rd.Measures[Service]; m != nil {
-					a = peak(m)
-				}
-				if m := rd.Measures[Floor]; m != nil {
-					b = peak(m)
-				}
-				p("| %d | `%s` | %s | %s | %s |\n", i+1, route, num(a, 0), num(b, 0), num(a/b, 3))
+		p("Service CPU profile after the rounds (`--pprof`, %d connections, %.1f s, %.1f s of CPU sampled at %.0f requests/s;\n",
+			pr.Conns, pr.Duration, pr.Seconds, pr.Throughput)
+		p("`go tool pprof %s`), flat share by component (through it anywhere): %s.", pr.Dir, strings.Join(parts, ", "))
+		if len(pr.Top) > 0 {
+			top := make([]string, 0, 3)
+			for _, f := range pr.Top[:min(3, len(pr.Top))] {
+				top = append(top, fmt.Sprintf("`%s` %s", f.Name, pctf(f.Flat)))
 			}
+			p(" Top functions: %s.", strings.Join(top, ", "))
 		}
-		p("\n")
+		p("\n\n")
 	}
 
-	if r.HasSweep() {
-		p("| round | connections | service/s | floor/s | ÷ floor | service peak MiB | floor peak MiB |\n|---|---|---|---|---|---|---|\n")
-		for i, rd := range r.Rounds {
-			for _, c := range r.ConcurrencyLevels() {
-				peak, rss := r.CreatesAt(c, ConnsPeakOf), r.CreatesAt(c, ConnsRSSOf)
-				a, b, ra, rb := math.NaN(), math.NaN(), math.NaN(), math.NaN()
-				if m := rd.Measures[Service]; m != nil {
-					a, ra = peak(m), rss(m)
-				}
-				if m := rd.Measures[Floor]; m != nil {
-					b, rb = peak(m), rss(m)
-				}
-				p("| %d | %d | %s | %s | %s | %s | %s |\n", i+1, c, num(a, 0), num(b, 0), num(a/b, 3), num(ra, 1), num(rb, 1))
-			}
-		}
-		p("\n")
+	p("Handler chain in-process (`%s`)", r.AllocsCommand)
+	if r.AllocsError != "" {
+		p(": not measured: %s\n", r.AllocsError)
+		return b.Bytes()
 	}
-
-	p("## How it is measured\n\n")
-	p("- `make bench` runs `go run ./cmd/bench` in `tools/bench`, a module of its own. It builds the service as the\n")
-	p("  release does (`CGO_ENABLED=0 go build -trimpath -ldflags \"-s -w\"`) and the floor, starts `redis-server`\n")
-	p("  (`--appendonly yes --appendfsync %s`; no password), an OTLP/HTTP sink per service variant, and the three\n", r.Appendfsync)
-	p("  servers on free 127.0.0.1 ports, and stops them all at the end, on failure and on interrupt. Redis never\n")
-	p("  forks during a phase: RDB snapshots and automatic AOF rewrites are off (`--save '' --auto-aof-rewrite-percentage\n")
-	p("  0`), and between rounds the harness empties Redis and rewrites its AOF itself. With Redis's default rewrites\n")
-	p("  three a round started mid-phase, each a fork and a child writing the whole data set for 0.6 to 1.9 s, and\n")
-	p("  fell on whichever variant ran then. The Run table counts the forks during the rounds.\n")
-	p("- The floor and the service make a pair in every phase that compares them (the closed loops, the 1.1.0\n")
-	p("  routes): the floor goes first in odd rounds, the service in even ones, so that a drift of the machine\n")
-	p("  within a pair does not always favour the same side. `-service-flags` appends flags to the service\n")
-	p("  variants' command line: an A/B of a service option is two runs, each with its ratios to its own floor.\n")
-	p("- The load generator is a minimal HTTP/1.1 client on raw keep-alive connections (it shares the CPUs with\n")
-	p("  the server it measures). Requests: `POST /plants`, `Content-Type: application/json`, the service's bearer\n")
-	p("  token, body `{\"id\": <unique>, \"name\": \"Monstera\", \"tag\": \"tropical\"}`. The 1.1.0 routes' requests are\n")
-	p("  described in their section; every answer of every phase is checked.\n")
-	p("- Percentiles are nearest-rank over every answered request of a phase.\n")
-	p("- `make bench-short` (CI) is one round of one-second phases written to a temporary file; it fails when a\n")
-	p("  phase produced no figure or a request failed (a status other than the route's, a wrong body, no answer),\n")
-	p("  never on the targets.\n\n")
-
-	p("## Changes and their effect\n\n")
-	p("%s\n%s%s\n", ChangeBegin, Changes(previous), ChangeEnd)
+	names := make([]string, len(r.Allocs))
+	for i, a := range r.Allocs {
+		names[i] = a.Name
+	}
+	prefix := commonPrefix(names)
+	parts := make([]string, len(r.Allocs))
+	for i, a := range r.Allocs {
+		parts[i] = fmt.Sprintf("%s %s, %s, %s", strings.TrimPrefix(a.Name, prefix), num(a.NsPerOp, 0), num(a.BytesPerOp, 0), num(a.AllocsPerOp, 0))
+	}
+	p(", ns/op, B/op and allocs/op of %s…: %s.\n", prefix, strings.Join(parts, "; "))
 	return b.Bytes()
+}
+
+// medianOnly drops a spread's range, for cells that hold several figures.
+func medianOnly(s stats.Spread) stats.Spread {
+	s.Min, s.Max = s.Median, s.Median
+	return s
+}
+
+// commonPrefix is the names' longest common prefix that ends with "/" or
+// "=", so that what is left of each name still says what varies.
+func commonPrefix(names []string) string {
+	if len(names) < 2 {
+		return ""
+	}
+	prefix := names[0]
+	for _, n := range names[1:] {
+		for !strings.HasPrefix(n, prefix) {
+			prefix = prefix[:len(prefix)-1]
+		}
+	}
+	return prefix[:strings.LastIndexAny(prefix, "/=")+1]
 }
 
 func joinInts(xs []int) string {
@@ -412,12 +325,4 @@ func joinInts(xs []int) string {
 		out[i] = fmt.Sprint(x)
 	}
 	return strings.Join(out, ", ")
-}
-
-func fractionNames(fs []float64) []string {
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = pct(f)
-	}
-	return out
 }

@@ -1,5 +1,6 @@
-// Package report turns the harness's measurements into docs/performance.md
-// and its chart, and parses the output of the handler-chain Go benchmark.
+// Package report turns the harness's measurements into the figures block of
+// docs/performance.md, its chart and the run's data (performance.json), and
+// parses the output of the handler-chain Go benchmark.
 package report
 
 import (
@@ -15,11 +16,9 @@ import (
 // The variants, in the order the tables show them. Floor is the reference of
 // every ratio.
 const (
-	Service     = "service"
-	AllSampled  = "service-all-sampled"
-	Floor       = "floor"
-	ChangeBegin = "<!-- changes:begin -->"
-	ChangeEnd   = "<!-- changes:end -->"
+	Service    = "service"
+	AllSampled = "service-all-sampled"
+	Floor      = "floor"
 )
 
 // Variants lists the variants in table order.

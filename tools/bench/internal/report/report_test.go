@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"image/png"
 	"math"
 	"os"
@@ -40,24 +41,79 @@ ok  	github.com/plantstore/plantstore/internal/perf	5.123s
 	}
 }
 
-func TestChangesKeptVerbatim(t *testing.T) {
-	if got := Changes(nil); got != defaultChanges {
-		t.Errorf("Changes(nil) = %q", got)
+// The harness rewrites only the figures block: the hand-written text
+// around it survives every run byte for byte, and a second rendering of
+// the same run changes nothing.
+func TestMarkdownKeepsTextOutsideTheBlock(t *testing.T) {
+	before := "# Mine\n\nThe  method, *as written*.\n\n"
+	after := "\n## Decision record\n\n| idea | kept |\n"
+	prev := []byte(before + FiguresBegin + "\nstale figures\n" + FiguresEnd + after)
+	md, err := Markdown(sampleRun(), prev)
+	if err != nil {
+		t.Fatal(err)
 	}
-	mine := "| token digests once | service peak | 0.71 × | 0.88 × |\n\nSome  *notes*  kept as they are.\n"
-	r := sampleRun()
-	prev := []byte("# Old\n\n" + ChangeBegin + "\n" + mine + ChangeEnd + "\ntrailing junk\n")
-	md := Markdown(r, prev)
-	if got := Changes(md); got != mine {
-		t.Errorf("Changes after regeneration = %q, want %q", got, mine)
+	want := before + FiguresBegin + "\n" + string(Figures(sampleRun())) + FiguresEnd + after
+	if string(md) != want {
+		t.Errorf("Markdown =\n%s\nwant\n%s", md, want)
 	}
-	// And again: regeneration is a fixed point for the section.
-	if got := Changes(Markdown(r, md)); got != mine {
-		t.Errorf("second regeneration changed the section: %q", got)
+	again, err := Markdown(sampleRun(), md)
+	if err != nil || !bytes.Equal(again, md) {
+		t.Errorf("a second rendering changed the document (%v)", err)
 	}
-	if strings.Contains(string(md), "trailing junk") {
-		t.Error("text outside the markers survived")
+	if block, err := Block(md); err != nil || !bytes.Equal(block, Figures(sampleRun())) {
+		t.Errorf("Block = %q, %v", block, err)
 	}
+}
+
+func TestMarkdownNeedsOneBlock(t *testing.T) {
+	for name, doc := range map[string]string{
+		"no markers":      "# Performance\n\nall by hand\n",
+		"begin only":      FiguresBegin + "\n",
+		"end before":      FiguresEnd + "\n" + FiguresBegin + "\n",
+		"two blocks":      FiguresBegin + FiguresEnd + FiguresBegin + FiguresEnd,
+		"empty, existing": "",
+	} {
+		if _, err := Markdown(sampleRun(), []byte(doc)); !errors.Is(err, ErrNoFigures) {
+			t.Errorf("%s: Markdown error %v, want ErrNoFigures", name, err)
+		}
+	}
+	md, err := Markdown(sampleRun(), nil)
+	if err != nil || !strings.HasPrefix(string(md), "# Performance") || !strings.Contains(string(md), "| issue | target |") {
+		t.Errorf("a new report: %v\n%s", err, md)
+	}
+}
+
+func TestRunDataRoundTrip(t *testing.T) {
+	r := withSweep(withRoutes(sampleRun()))
+	r.Profile = sampleProfile()
+	b, err := EncodeRun(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeRun(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Figures(back), Figures(r); !bytes.Equal(got, want) {
+		t.Errorf("figures from the decoded run differ:\n%s\nwant\n%s", got, want)
+	}
+	r.Rounds[0].Measures[Floor].CPUPer1k = math.NaN()
+	if _, err := EncodeRun(r); err == nil {
+		t.Error("a run with a figure that is not a number was encoded")
+	}
+	if _, err := DecodeRun([]byte(`{"Rounds": [], "Renamed": 1}`)); err == nil {
+		t.Error("data with a field the run does not have was decoded")
+	}
+}
+
+// markdown is the report of r as a new file.
+func markdown(t *testing.T, r *Run) string {
+	t.Helper()
+	md, err := Markdown(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(md)
 }
 
 func sampleRun() *Run {
@@ -94,13 +150,18 @@ func TestTargetsAndTables(t *testing.T) {
 	if tg[2].Measured.Median != 4 || tg[2].Measured.Min != 3 || tg[2].Measured.Max != 5 || !tg[2].Pass() {
 		t.Errorf("p99 target = %+v", tg[2])
 	}
+	r.AllocsCommand = "go test -bench Chain"
+	r.Allocs = []Bench{{Name: "Chain/store=redis/telemetry=off", NsPerOp: 50000, BytesPerOp: 2000, AllocsPerOp: 40},
+		{Name: "Chain/store=redis/telemetry=all-sampled", NsPerOp: 80000, BytesPerOp: 12000, AllocsPerOp: 120}}
 	r.Rounds[0].Measures[Service].Non200 = 3
 	r.Rounds[0].Measures[Service].Statuses[401] = 3
-	if bad := r.Incomplete(); len(bad) != 2 || !strings.Contains(bad[0], "3×401") {
+	if bad := r.Incomplete(); len(bad) != 1 || !strings.Contains(bad[0], "3×401") {
 		t.Errorf("Incomplete with failures = %v", bad)
 	}
-	md := string(Markdown(r, nil))
-	for _, want := range []string{"| 5 | service peak ≥ 0.85 × floor | 0.901 (0.900–0.902) × | PASS |", "| service | 901 (900–902) | 0.901 (0.900–0.902) |", "## Changes and their effect"} {
+	md := markdown(t, r)
+	for _, want := range []string{"| 5 | service peak ≥ 0.85 × floor | 0.901 (0.900–0.902) × | PASS |", "| creates, 50 connections | 901 (900–902) | 1000 | 0.901 (0.900–0.902) |",
+		"| creates, 50 connections, service-all-sampled | 750 | 1000 | 0.750 |", "| 25 % of peak | 250 | 1.00 / 3.00 / 9.00 | 1.00 / 3.00 / 9.00 | 1.00 / 3.00 / 9.00 | 1.00; 1.00 | 0.00; 0.00; 0.00 |",
+		"Handler chain in-process (`go test -bench Chain`), ns/op, B/op and allocs/op of Chain/store=redis/telemetry=…: off 50000, 2000, 40; all-sampled 80000, 12000, 120.\n"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
@@ -171,13 +232,12 @@ func TestRouteTargetsAndTables(t *testing.T) {
 			t.Errorf("target %d = %+v (pass %v), want %+v", 7+i, got, got.Pass(), want)
 		}
 	}
-	md := string(Markdown(r, nil))
+	md := markdown(t, r)
 	for _, want := range []string{
-		"## API 1.1.0 routes",
-		"| `GET /plants/{id}` | 900 (850–950) | 1000 | 0.900 (0.850–0.950) |",
+		"| `GET /plants/{id}`, 50 connections | 900 (850–950) | 1000 | 0.900 (0.850–0.950) | 0.1000 | 0.1000 | 2.00 | 2.00 | – | – |",
 		"| 15 | GET /plants/{id} peak ≥ 0.9 × floor | 0.900 (0.850–0.950) × | PASS |",
 		"| 15 | DELETE /plants/{id} peak ≥ 0.9 × floor | 0.800 × | FAIL |",
-		"| 2 | `GET /plants/{id}` | 850 | 1000 | 0.850 |",
+		"the 1.1.0 routes 2s each after 500ms, 10000 plants stored",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
@@ -260,27 +320,24 @@ func TestCreatesByConcurrency(t *testing.T) {
 			t.Errorf("issue 15 target %d = %+v (pass %v), want %+v", i, got[i], got[i].Pass(), want)
 		}
 	}
-	md := string(Markdown(r, nil))
+	md := markdown(t, r)
 	for _, want := range []string{
-		"## Creates by concurrency",
-		"| 10 | 950 | 1000 | 0.950 | 0.1000 | 0.0800 | 4.00 | 4.00 | 30.0 | 25.0 | 1.20 |",
+		"| creates, 10 connections | 950 | 1000 | 0.950 | 0.1000 | 0.0800 | 4.00 | 4.00 | 30.0 | 25.0 |",
 		// The 50-connection row is the round's closed loop: the sample's
 		// closed-loop p99 and its peak RSS right after it.
-		"| 50 | 901 (900–902) | 1000 | 0.901 (0.900–0.902) | 0.1000 | 0.1000 | 0.00 | 0.00 | 30.0 | 30.0 | 1.00 |",
-		"| 200 | 850 (800–900) | 1000 | 0.850 (0.800–0.900) | 0.1000 | 0.0800 | 4.00 | 4.00 | 50.0 (45.0–60.0) | 25.0 | 2.00 (1.80–2.40) |",
+		"| creates, 50 connections | 901 (900–902) | 1000 | 0.901 (0.900–0.902) | 0.1000 | 0.1000 | 0.00 | 0.00 | 30.0 | 30.0 |",
+		"| creates, 200 connections | 850 (800–900) | 1000 | 0.850 (0.800–0.900) | 0.1000 | 0.0800 | 4.00 | 4.00 | 50.0 (45.0–60.0) | 25.0 |",
 		"| 15 | creates at 200 connections ≥ 0.9 × floor | 0.850 (0.800–0.900) × | FAIL |",
 		"| 15 | peak RSS at 200 connections ≤ 2 × floor's | 2.000 (1.800–2.400) × | PASS |",
-		"| 2 | 200 | 850 | 1000 | 0.850 | 60.0 | 25.0 |",
-		"| service flags | `--redis-batch` (`-service-flags`)",
-		"| creates by concurrency | closed loop at 10, 200 connections, 3s per variant",
-		"creates at\n10, 50, 200 connections, p99 at 25 % of its own peak rate",
+		"round(s), 0s; service flags: `--redis-batch` (`-service-flags`)\n",
+		"at 50 connections, 0s per variant after a 0s warm-up, and at 10, 200 connections, 3s each;",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
 	}
-	if md := string(Markdown(sampleRun(), nil)); strings.Contains(md, "## Creates by concurrency") || !strings.Contains(md, "| service flags | none |") {
-		t.Error("a run without a sweep shows its table, or flags it was not given")
+	if md := markdown(t, sampleRun()); strings.Contains(md, "| creates, 10 connections |") || !strings.Contains(md, "; service flags: none\n") {
+		t.Error("a run without a sweep shows its rows, or flags it was not given")
 	}
 
 	// A failed answer, a missing level and a level without a figure each fail the run.
@@ -326,29 +383,26 @@ func TestChartWithSweep(t *testing.T) {
 	}
 }
 
-func TestProfileBreakdown(t *testing.T) {
-	r := sampleRun()
-	if md := string(Markdown(r, nil)); strings.Contains(md, "## Profile breakdown") {
-		t.Error("a run without -profile shows a profile breakdown")
-	}
-	r.Profile = &Profile{Dir: "bin/profile", Conns: 50, Throughput: 4321, Breakdown: cpuprof.Breakdown{
+func sampleProfile() *Profile {
+	return &Profile{Dir: "bin/profile", Conns: 50, Throughput: 4321, Breakdown: cpuprof.Breakdown{
 		Seconds: 7.5, Duration: 5,
-		Components: []cpuprof.Share{{Name: "Redis client (go-redis)", Flat: 0.125, Cum: 0.4}, {Name: "other (no known component on the stack)", Flat: 0.875}},
+		Components: []cpuprof.Share{{Name: "metrics (Prometheus client)"}, {Name: "Redis client (go-redis)", Flat: 0.125, Cum: 0.4}, {Name: "other (no known component on the stack)", Flat: 0.875}},
 		Top:        []cpuprof.Share{{Name: "syscall.Syscall6", Flat: 0.3, Cum: 0.31}},
 	}}
-	md := string(Markdown(r, nil))
-	for _, want := range []string{
-		"## Profile breakdown",
-		"50 connections, and takes a CPU profile of 5.0 s (7.5 s of",
-		"CPU sampled; 4321 requests/s under profiling",
-		"Profiles: `bin/profile`",
-		"| Redis client (go-redis) | 12.5 % | 40.0 % |",
-		"| other (no known component on the stack) | 87.5 % | – |",
-		"| function (top 1 by flat) | flat | through |",
-		"| `syscall.Syscall6` | 30.0 % | 31.0 % |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q", want)
-		}
+}
+
+func TestProfileBreakdown(t *testing.T) {
+	r := sampleRun()
+	if md := markdown(t, r); strings.Contains(md, "CPU profile") {
+		t.Error("a run without -profile shows a profile breakdown")
+	}
+	r.Profile = sampleProfile()
+	md := markdown(t, r)
+	// Components by flat share, those with no sample left out.
+	want := "Service CPU profile after the rounds (`--pprof`, 50 connections, 5.0 s, 7.5 s of CPU sampled at 4321 requests/s;\n" +
+		"`go tool pprof bin/profile`), flat share by component (through it anywhere): other (no known component on the stack) 87.5 %, " +
+		"Redis client (go-redis) 12.5 % (40.0 %). Top functions: `syscall.Syscall6` 30.0 %.\n"
+	if !strings.Contains(md, want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md)
 	}
 }
