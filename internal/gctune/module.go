@@ -15,9 +15,8 @@ type Options struct {
 }
 
 // DefaultHeapFloorMiB is the heap floor unless configured otherwise: the
-// heap goal that GOGC=100 already gives the service at 200 connections (a
-// live heap of 5 to 6 MiB, docs/performance.md), so the floor costs memory
-// only at lower concurrency, where the heap was collected at 4 MiB.
+// heap goal GOGC=100 already gives the service under load, so the floor
+// costs memory only at low concurrency (docs/performance.md, heap floor).
 const DefaultHeapFloorMiB = 12
 
 // Params are what the module needs.

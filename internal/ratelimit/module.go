@@ -59,9 +59,9 @@ func NewModule(lc fx.Lifecycle, o Options, ro store.RedisOptions, log *zap.Logge
 		st = NewMemory()
 	} else {
 		// No retry: a retry's backoff would hold every request of an
-		// outage (measured: 20 ms a request with one retry, under 1 ms
-		// without); after a Redis restart each dead pooled connection fails
-		// one decision open, and the next takes a fresh one.
+		// outage (docs/performance.md, rate limiter); after a Redis restart
+		// each dead pooled connection fails one decision open, and the next
+		// takes a fresh one.
 		ro.MaxRetries = -1
 		ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
 		client, err := store.NewRedisClient(ro)
