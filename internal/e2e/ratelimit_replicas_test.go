@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/longtest"
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/servicetest"
 )
@@ -46,9 +47,7 @@ const (
 // there the processes admit about twice the limit, and the same check must
 // reject it, which shows the shared case's check can fail.
 func TestRateLimitAcrossReplicas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several processes or Redis servers: make test runs it")
-	}
+	longtest.Mark(t, "several processes or Redis servers")
 	for _, tc := range []struct {
 		name     string
 		window   time.Duration

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/longtest"
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/store"
 )
@@ -51,9 +52,7 @@ func newReplica(t *testing.T, addr string, keyring *auth.Keyring, names []string
 // at least 80% of it; the clients do not draw on each other's budgets; the
 // unlimited client is never refused.
 func TestRedisBudgetAcrossReplicas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several processes or Redis servers: make test runs it")
-	}
+	longtest.Mark(t, "several processes or Redis servers")
 	const window = 10 * time.Second
 	redis := redistest.Start(t)
 	set, err := auth.ParseTokens(strings.NewReader(

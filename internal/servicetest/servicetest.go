@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/longtest"
 )
 
 // EnvBinary names a plantstore binary already built for the tests: make
@@ -65,22 +67,12 @@ func Main(m *testing.M, binary *string) {
 }
 
 // LongMain is Main for a package of long scenarios (chaos, HA): under
-// go test -short (make test-short) it builds nothing and runs nothing.
+// go test -short (make test-short) it builds nothing and runs nothing, and
+// in CI it refuses to (see longtest).
 func LongMain(m *testing.M, binary *string) {
 	flag.Parse()
-	if testing.Short() {
-		fmt.Println("skipped under -short: long scenarios, run by make test")
-		os.Exit(0)
-	}
+	longtest.Package("chaos and HA scenarios")
 	Main(m, binary)
-}
-
-// Long skips a long test under go test -short; make test runs it.
-func Long(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("long: make test runs it")
-	}
 }
 
 // Options choose how the service is started.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/internal/longtest"
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/servicetest"
@@ -20,9 +21,7 @@ import (
 // error (500): whatever the master answers then, no replica vouches for the
 // plant. Redis 7.0 unblocks the WAIT and the client's retries meet READONLY.
 func TestRedisMasterDemotedDuringWait(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several processes or Redis servers: make test runs it")
-	}
+	longtest.Mark(t, "several processes or Redis servers")
 	master := redistest.Start(t)
 	client := newClient(t, store.RedisOptions{Addrs: []string{master.Addr}})
 	// No replica exists, so WAIT blocks for the whole (long) ack timeout.

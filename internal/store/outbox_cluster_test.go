@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/api/client"
+	"github.com/plantstore/plantstore/internal/longtest"
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/store"
@@ -92,9 +93,7 @@ func (h *clusterHook) received() (map[string]bool, int) {
 // them for one that fails; the dead letters, on every master, are listed
 // and replayed to it.
 func TestOutboxCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several processes or Redis servers: make test runs it")
-	}
+	longtest.Mark(t, "several processes or Redis servers")
 	c := redistest.StartCluster(t, 3)
 	for _, m := range slices.Clone(c.Masters) {
 		c.AddReplica(m)

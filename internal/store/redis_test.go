@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/plantstore/plantstore/internal/longtest"
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/store"
@@ -103,9 +104,7 @@ func TestRedisShardSlots(t *testing.T) {
 // TestRedisConformanceSentinel and TestRedisConformanceCluster run the whole
 // suite through the two other client modes, on real servers.
 func TestRedisConformanceSentinel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several processes or Redis servers: make test runs it")
-	}
+	longtest.Mark(t, "several processes or Redis servers")
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
 	storetest.Run(t, func(t *testing.T) storetest.Repository {
 		if err := g.Servers[0].Client().FlushAll(context.Background()).Err(); err != nil {
@@ -116,9 +115,7 @@ func TestRedisConformanceSentinel(t *testing.T) {
 }
 
 func TestRedisConformanceCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several processes or Redis servers: make test runs it")
-	}
+	longtest.Mark(t, "several processes or Redis servers")
 	c := redistest.StartCluster(t, 3)
 	storetest.Run(t, func(t *testing.T) storetest.Repository {
 		for _, m := range c.Masters {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/plantstore/plantstore/internal/longtest"
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/store"
@@ -206,9 +207,7 @@ func TestRedisReplicaAcksConformance(t *testing.T) {
 // SET and the WAIT share a connection too: acknowledged with the replica up,
 // ErrNotReplicated with it stopped.
 func TestRedisReplicaAcksSentinel(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several processes or Redis servers: make test runs it")
-	}
+	longtest.Mark(t, "several processes or Redis servers")
 	g := redistest.StartSentinelGroup(t, redistest.SentinelOptions{})
 	client := newClient(t, store.RedisOptions{Addrs: g.SentinelAddrs(), MasterName: g.MasterName})
 	r := store.NewRedis(client, "plantstore:").WaitForReplicas(1, ackTimeout)
@@ -227,9 +226,7 @@ func TestRedisReplicaAcksSentinel(t *testing.T) {
 // WAIT to any master). Only the first master has a replica, so creates whose
 // slot it serves are acknowledged and all others fail, every time.
 func TestRedisReplicaAcksCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("several processes or Redis servers: make test runs it")
-	}
+	longtest.Mark(t, "several processes or Redis servers")
 	c := redistest.StartCluster(t, 3)
 	c.AddReplica(c.Masters[0])
 	client := newClient(t, store.RedisOptions{Addrs: c.Addrs()})
