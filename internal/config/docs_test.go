@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/plantstore/plantstore/internal/docgen"
@@ -11,7 +12,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the generated parts of the docs")
 
 // TestConfigurationDoc: docs/configuration.md's flag tables are the binary's
-// own flag sets, the service's and migrate-store's additions.
+// own flag sets, the service's and migrate-store's additions; docs/webhooks.md
+// shows the --webhook-* rows of the same table.
 func TestConfigurationDoc(t *testing.T) {
 	var service, migrate []Flag
 	_, _ = parseWith([]string{"--help"}, io.Discard, serviceUsage, func(fs *flag.FlagSet) { service = describe(fs) })
@@ -31,6 +33,13 @@ func TestConfigurationDoc(t *testing.T) {
 	}
 	docgen.Check(t, "docs/configuration.md", "flags", flagTable(service), *update)
 	docgen.Check(t, "docs/configuration.md", "migrate-flags", flagTable(own), *update)
+	var webhook []Flag
+	for _, f := range service {
+		if strings.HasPrefix(f.Name, "webhook-") {
+			webhook = append(webhook, f)
+		}
+	}
+	docgen.Check(t, "docs/webhooks.md", "webhook-flags", flagTable(webhook), *update)
 }
 
 func flagTable(flags []Flag) string {
