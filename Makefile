@@ -62,7 +62,7 @@ generate-dashboard: ## write charts/plantstore/files/grafana-dashboard.json from
 dashboard-check: ## fail, with a diff, when the chart's grafana-dashboard.json is not what dashboard-gen writes
 	cd tools && $(GO) run ./monitoring/cmd/dashboard-gen -check ../charts/plantstore/files/grafana-dashboard.json
 
-chart-docs: ## regenerate the values table of charts/plantstore/README.md from the comments of values.yaml (helm-docs)
+chart-docs: ## regenerate the values table of charts/plantstore/README.md, and values.schema.json's descriptions, from the comments of values.yaml (helm-docs)
 	GO=$(GO) tools/helmdocs/chart-docs.sh
 
 chart-docs-check: ## fail, with a diff, when charts/plantstore/README.md is not what values.yaml generates, or its types and enumerations disagree with values.schema.json

@@ -1,7 +1,8 @@
 #!/bin/sh
 # chart-docs.sh: write, or check, the values table of the chart's README, which
 # helm-docs (pinned in tools/helmdocs/go.mod) generates from the `# --`
-# comments of values.yaml through README.md.gotmpl.
+# comments of values.yaml through README.md.gotmpl, and the descriptions of
+# values.schema.json from that table.
 #
 #   tools/helmdocs/chart-docs.sh        rewrite charts/plantstore/README.md (make chart-docs, in make generate)
 #   tools/helmdocs/chart-docs.sh check  fail, with a diff, when the README is not what values.yaml generates,
@@ -32,7 +33,9 @@ helm_docs() {
 case ${1:-generate} in
 generate)
 	helm_docs
-	echo "chart-docs: wrote $chart/README.md from $chart/values.yaml"
+	# values.schema.json's descriptions are the table's (what editors show).
+	(cd tools/helmdocs && "$go" test -count=1 -run '^TestSchemaDescriptionsAreTheComments$' . -update >/dev/null)
+	echo "chart-docs: wrote $chart/README.md and the descriptions of $chart/values.schema.json from $chart/values.yaml"
 	;;
 check)
 	helm_docs --dry-run >"$tmp/README.md"
@@ -42,7 +45,7 @@ check)
 		exit 1
 	fi
 	if ! (cd tools/helmdocs && "$go" test -count=1 ./...); then
-		echo "chart-docs: the values table of $chart/README.md disagrees with $chart/values.schema.json (above); fix the comment in values.yaml and run make generate" >&2
+		echo "chart-docs: the values table of $chart/README.md disagrees with $chart/values.schema.json (above); fix the comment in values.yaml (or the schema's type) and run make generate" >&2
 		exit 1
 	fi
 	echo "chart-docs: $chart/README.md is what $chart/values.yaml generates, and agrees with values.schema.json"

@@ -1,7 +1,8 @@
 // Package helmdocs pins helm-docs, which writes the values table of the
 // chart's README from the comments of values.yaml, and checks that table
 // against values.schema.json: helm-docs infers a type from the default (null
-// reads as a string) and knows nothing of the schema's enumerations.
+// reads as a string) and knows nothing of the schema's enumerations. The
+// schema's descriptions are written from the table.
 package helmdocs
 
 import (
