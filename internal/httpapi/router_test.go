@@ -381,20 +381,7 @@ func readAll(t *testing.T, res *http.Response) []byte {
 // (plants:read for GET, plants:write for POST and DELETE); a token without
 // it gets 403 40301 naming the scope, and the handler is not called.
 func TestRouterScopes(t *testing.T) {
-	set, err := auth.ParseTokens(strings.NewReader("reader name=r scopes=plants:read\nwriter name=w scopes=plants:write\nboth\n"), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls atomic.Int32
-	spy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	router := httpapi.NewRouter(httpapi.RouterParams{
-		CreatePlant: spy, ListPlants: spy, GetPlant: spy, DeletePlant: spy,
-		OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
-		Authenticate: auth.Middleware(auth.NewKeyring(set), nil),
-	})
+	router, calls := scopedRouter(t)
 	ops := []struct{ method, path, scope string }{
 		{http.MethodGet, "/plants", "plants:read"},
 		{http.MethodGet, "/plants/7", "plants:read"},
@@ -430,4 +417,25 @@ func TestRouterScopes(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Errorf("/openapi.yaml without a token: %d, want 200", rec.Code)
 	}
+}
+
+// scopedRouter is the router with the real bearer middleware over tokens
+// "reader" (plants:read), "writer" (plants:write) and "both" (a 1.0.0 line:
+// every scope), and operations that only count their calls and answer 204.
+func scopedRouter(t *testing.T) (*httpapi.Router, *atomic.Int32) {
+	t.Helper()
+	set, err := auth.ParseTokens(strings.NewReader("reader name=r scopes=plants:read\nwriter name=w scopes=plants:write\nboth\n"), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := new(atomic.Int32)
+	spy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	return httpapi.NewRouter(httpapi.RouterParams{
+		CreatePlant: spy, ListPlants: spy, GetPlant: spy, DeletePlant: spy,
+		OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
+		Authenticate: auth.Middleware(auth.NewKeyring(set), nil),
+	}), calls
 }

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"net/http"
@@ -7,14 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/plantstore/plantstore/api"
-	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/docgen"
-	"github.com/plantstore/plantstore/internal/httpapi"
 )
 
 // documentedRoute is a row of the route table of docs/api.md.
@@ -74,20 +69,7 @@ func cells(line string) []string {
 // naming it, and a route needing no token is served without one.
 func TestRouteTableIsTheRouter(t *testing.T) {
 	documented := routeTable(t)
-	set, err := auth.ParseTokens(strings.NewReader("reader name=r scopes=plants:read\nwriter name=w scopes=plants:write\n"), time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls atomic.Int32
-	spy := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		calls.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	})
-	router := httpapi.NewRouter(httpapi.RouterParams{
-		CreatePlant: spy, ListPlants: spy, GetPlant: spy, DeletePlant: spy,
-		OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
-		Authenticate: auth.Middleware(auth.NewKeyring(set), nil),
-	})
+	router, calls := scopedRouter(t)
 
 	var served []string
 	for _, r := range router.Routes() {
