@@ -10,60 +10,45 @@ import (
 	"testing"
 )
 
-// The cases run this test binary again (-test.run picks one helper below)
-// with -test.short on or off and CI set or not, and read how it ended.
+// TestOutcome runs this test binary again (-test.run and envHelper pick a
+// helper) with -test.short on or off and CI set or not, and reads how it
+// ended.
 const envHelper = "LONGTEST_HELPER"
 
 func TestMarkedHelper(t *testing.T) {
 	if os.Getenv(envHelper) != "mark" {
-		t.Skip("run by TestMarkOutcome in a child process")
+		t.Skip("run by TestOutcome in a child process")
 	}
 	Mark(t, "a test of longtest")
 	t.Log("LONG BODY RAN")
 }
 
-func TestMarkOutcome(t *testing.T) {
+// TestOutcome runs a marked test (helper "mark") and a long package's
+// TestMain (helper "package") in every mode.
+func TestOutcome(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		short    bool
-		ci       string
-		wantFail bool
-		wantOut  string
+		name, helper, run string
+		short             bool
+		ci                string
+		wantFail          bool
+		wantOut           string
 	}{
-		{"full run", false, "", false, "LONG BODY RAN"},
-		{"full run in CI", false, "true", false, "LONG BODY RAN"},
-		{"short run skips", true, "", false, "--- SKIP: TestMarkedHelper"},
-		{"short run in CI fails", true, "true", true, "--- FAIL: TestMarkedHelper"},
-		{"CI other than true is not CI", true, "1", false, "--- SKIP: TestMarkedHelper"},
+		{"test: full run", "mark", "^TestMarkedHelper$", false, "", false, "LONG BODY RAN"},
+		{"test: full run in CI", "mark", "^TestMarkedHelper$", false, "true", false, "LONG BODY RAN"},
+		{"test: short run skips", "mark", "^TestMarkedHelper$", true, "", false, "--- SKIP: TestMarkedHelper"},
+		{"test: short run in CI fails", "mark", "^TestMarkedHelper$", true, "true", true, "--- FAIL: TestMarkedHelper"},
+		{"test: CI other than true is not CI", "mark", "^TestMarkedHelper$", true, "1", false, "--- SKIP: TestMarkedHelper"},
+		{"package: full run goes on", "package", "^$", false, "true", false, "PACKAGE WENT ON"},
+		{"package: short run exits 0 before the tests", "package", "^$", true, "", false, "skipped under -short"},
+		{"package: short run in CI exits 1", "package", "^$", true, "true", true, "CI runs make test"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, failed := runSelf(t, "mark", "^TestMarkedHelper$", tc.short, tc.ci)
+			out, failed := runSelf(t, tc.helper, tc.run, tc.short, tc.ci)
 			if failed != tc.wantFail || !strings.Contains(out, tc.wantOut) {
 				t.Fatalf("failed=%v, want %v; output lacks %q:\n%s", failed, tc.wantFail, tc.wantOut, out)
 			}
-			if tc.short && strings.Contains(out, "LONG BODY RAN") {
-				t.Fatalf("the long body ran under -short:\n%s", out)
-			}
-		})
-	}
-}
-
-func TestPackageOutcome(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		short    bool
-		ci       string
-		wantFail bool
-		wantOut  string
-	}{
-		{"full run goes on", false, "true", false, "PACKAGE WENT ON"},
-		{"short run exits 0 before the tests", true, "", false, "skipped under -short"},
-		{"short run in CI exits 1", true, "true", true, "CI runs make test"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, failed := runSelf(t, "package", "^$", tc.short, tc.ci)
-			if failed != tc.wantFail || !strings.Contains(out, tc.wantOut) {
-				t.Fatalf("failed=%v, want %v; output lacks %q:\n%s", failed, tc.wantFail, tc.wantOut, out)
+			if tc.short && (strings.Contains(out, "LONG BODY RAN") || strings.Contains(out, "PACKAGE WENT ON")) {
+				t.Fatalf("the long part ran under -short:\n%s", out)
 			}
 		})
 	}

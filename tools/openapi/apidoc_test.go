@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite the generated parts of docs/api
 // from it. A part out of date fails with the difference; -update (make
 // generate) rewrites it. The error-code table comes from internal/apierror
 // (its own test); the route table is checked against the router too
-// (api/reference_test.go).
+// (internal/httpapi/routes_doc_test.go).
 func TestAPIDoc(t *testing.T) {
 	doc, err := loadDocument([]byte(readDocument(t)))
 	if err != nil {
@@ -65,6 +65,9 @@ func TestAPIDoc(t *testing.T) {
 // replaceGenerated finds the part between "<!-- generated:NAME ... -->" and
 // "<!-- /generated:NAME -->" (the markers of internal/docgen, which the main
 // module's docs use) and returns what it holds and the text with want there.
+// It and table, code, cell and lineDiff below are docgen's twins: importing
+// docgen would make the tools module require the main module, whose
+// dependency versions would then win over promtool's and staticcheck's.
 func replaceGenerated(text []byte, name, want string) (string, []byte, error) {
 	open, closing := []byte("<!-- generated:"+name+" "), []byte("<!-- /generated:"+name+" -->")
 	i := bytes.Index(text, open)
