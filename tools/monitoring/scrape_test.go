@@ -1,28 +1,24 @@
 package monitoring
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/plantstore/plantstore/tools/internal/servicerun"
 )
 
 // TestMetricsExistInRealScrape builds plantstore from this repository, runs it
@@ -39,8 +35,8 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 		t.FailNow()
 	}
 
-	bin := buildService(t)
-	redis := startRedis(t)
+	bin := servicerun.Build(t)
+	redis := servicerun.StartRedis(t)
 	token := "monitoring-test-token-Zx7Qp2Lm9Vb4"
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
@@ -54,12 +50,12 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 	if err := os.WriteFile(subscribers, []byte(hook.url+hookPath+" "+hookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	svc := startService(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-		"--redis-addr", redis.addr, "--auth-tokens-file", tokens, "--log-format", "json",
+	svc := service{servicerun.Start(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+		"--redis-addr", redis.Addr, "--auth-tokens-file", tokens, "--log-format", "json",
 		"--webhook-subscribers-file", subscribers, "--webhook-allow-cidrs", "127.0.0.0/8",
 		"--webhook-poll-interval", "20ms", "--webhook-backoff-base", "50ms", "--webhook-backoff-max", "200ms",
-		"--webhook-stats-interval", "100ms")
-	svc.waitReady(t)
+		"--webhook-stats-interval", "100ms")}
+	svc.WaitReady(t)
 
 	const plant = `{"id": 1, "name": "Monstera", "tag": "tropical"}`
 	for _, c := range []struct {
@@ -86,7 +82,7 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 	// The receiver refuses each event's first attempt, so both a retry and
 	// a delivery of the created and the deleted plant are counted.
 	svc.waitDelivered(t, hook, 2)
-	redis.stop()
+	redis.Stop()
 	svc.expect(t, "create with Redis stopped", http.MethodPost, "/plants", "Bearer "+token,
 		`{"id": 2, "name": "Aloe"}`, 503)
 
@@ -243,7 +239,7 @@ func startHookReceiver(t *testing.T) *hookReceiver {
 
 // waitDelivered waits until the service counts n webhook deliveries (2xx)
 // in its scrape, each of n events received twice.
-func (s *service) waitDelivered(t *testing.T, h *hookReceiver, n int) {
+func (s service) waitDelivered(t *testing.T, h *hookReceiver, n int) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -260,7 +256,7 @@ func (s *service) waitDelivered(t *testing.T, h *hookReceiver, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d webhook events delivered (%d received) within 15s:\n%s", done, n, events, s.log())
+			t.Fatalf("%d of %d webhook events delivered (%d received) within 15s:\n%s", done, n, events, s.Log())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -394,262 +390,39 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// buildService builds cmd/plantstore of this repository, unless make built
-// it for every test package already (PLANTSTORE_TEST_BINARY).
-func buildService(t *testing.T) string {
-	t.Helper()
-	if bin := os.Getenv("PLANTSTORE_TEST_BINARY"); bin != "" {
-		return bin
-	}
-	root := repoRoot(t)
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil || !strings.Contains(string(gomod), "module github.com/plantstore/plantstore\n") {
-		t.Fatalf("%s is not the plantstore repository (go.mod: %v)", root, err)
-	}
-	bin := filepath.Join(t.TempDir(), "plantstore")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/plantstore")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building plantstore: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// redisServer is a redis-server process owned by the test.
-type redisServer struct {
-	addr string
-	cmd  *exec.Cmd
-	once sync.Once
-}
-
-// redisBinary is $REDIS_SERVER, else redis-server on PATH, else Debian's.
-func redisBinary() (string, error) {
-	if p := os.Getenv("REDIS_SERVER"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("redis-server"); err == nil {
-		return p, nil
-	}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
-		return "/usr/bin/redis-server", nil
-	}
-	return "", fmt.Errorf("redis-server not found: install it (apt-get install redis-server) or set REDIS_SERVER")
-}
-
-// startRedis starts a redis-server on a free loopback port without
-// persistence, and fails the test when it cannot: it never skips.
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	bin, err := redisBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	r := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	r.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
-	if err := r.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
-	}
-	t.Cleanup(r.stop)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := ping(r.addr)
-		if err == nil {
-			return r
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			t.Fatalf("redis-server on %s did not answer PING within 10s: %v\n%s", r.addr, err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// ping sends an inline PING and expects +PONG.
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", line)
-	}
-	return nil
-}
-
-// stop kills the server and waits for it; it is safe to call twice.
-func (r *redisServer) stop() {
-	r.once.Do(func() {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-	})
-}
-
-// service is a running plantstore process.
-type service struct {
-	api, admin string // base URLs
-	client     *http.Client
-	exited     chan struct{}
-
-	mu   sync.Mutex
-	logs []string
-}
-
-func (s *service) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Join(s.logs, "\n")
-}
-
-// startService starts the binary and waits for both listeners' addresses in
-// its JSON log lines ("API listening" and "admin listening", field addr).
-func startService(t *testing.T, bin string, args ...string) *service {
-	t.Helper()
-	s := &service{client: &http.Client{Timeout: 10 * time.Second}, exited: make(chan struct{})}
-	cmd := exec.Command(bin, args...)
-	// The developer's PLANTSTORE_* and OTEL_* variables must not change what
-	// is tested.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PLANTSTORE_") && !strings.HasPrefix(kv, "OTEL_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting plantstore: %v", err)
-	}
-	addrs := make(chan [2]string, 16)
-	go func() {
-		defer close(s.exited)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			s.mu.Lock()
-			s.logs = append(s.logs, line)
-			s.mu.Unlock()
-			var entry struct {
-				Msg  string `json:"msg"`
-				Addr string `json:"addr"`
-			}
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Addr != "" {
-				addrs <- [2]string{entry.Msg, entry.Addr}
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-s.exited
-		}
-		if t.Failed() {
-			t.Logf("plantstore's log:\n%s", s.log())
-		}
-	})
-
-	timeout := time.After(15 * time.Second)
-	for s.api == "" || s.admin == "" {
-		select {
-		case a := <-addrs:
-			switch a[0] {
-			case "API listening":
-				s.api = "http://" + a[1]
-			case "admin listening":
-				s.admin = "http://" + a[1]
-			}
-		case <-s.exited:
-			t.Fatalf("plantstore exited before both listeners were bound:\n%s", s.log())
-		case <-timeout:
-			t.Fatalf("plantstore did not log both listeners' addresses within 15s:\n%s", s.log())
-		}
-	}
-	return s
-}
-
-// waitReady waits for /readyz to answer 200.
-func (s *service) waitReady(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := s.client.Get(s.admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("plantstore was not ready within 15s (last: %v):\n%s", err, s.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// service is the running plantstore with this test's requests.
+type service struct{ *servicerun.Service }
 
 // expect sends one API request and reports a status other than want; it
 // does not stop the test, so that the scrape still shows what was counted.
-func (s *service) expect(t *testing.T, what, method, path, auth, body string, want int) {
+func (s service) expect(t *testing.T, what, method, path, auth, body string, want int) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.api+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := s.client.Do(req)
+	code, got, err := s.Do(method, path, auth, body)
 	if err != nil {
 		t.Errorf("%s: %s %s: %v", what, method, path, err)
 		return
 	}
-	got, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != want {
-		t.Errorf("%s: %s %s answered %d, want %d: %s", what, method, path, resp.StatusCode, want, got)
+	if code != want {
+		t.Errorf("%s: %s %s answered %d, want %d: %s", what, method, path, code, want, got)
 	}
 }
 
 // scrape reads the admin /metrics in the Prometheus text format.
-func (s *service) scrape(t *testing.T) map[string]*dto.MetricFamily {
+func (s service) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.admin+"/metrics", nil)
+	req, err := http.NewRequest(http.MethodGet, s.Admin+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := s.client.Do(req)
+	resp, err := s.Client.Do(req)
 	if err != nil {
-		t.Fatalf("scraping %s/metrics: %v", s.admin, err)
+		t.Fatalf("scraping %s/metrics: %v", s.Admin, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("scraping %s/metrics: %s\n%s", s.admin, resp.Status, body)
+		t.Fatalf("scraping %s/metrics: %s\n%s", s.Admin, resp.Status, body)
 	}
 	var p expfmt.TextParser
 	families, err := p.TextToMetricFamilies(resp.Body)

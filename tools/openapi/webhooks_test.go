@@ -1,7 +1,6 @@
 package openapi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -11,18 +10,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
+
+	"github.com/plantstore/plantstore/tools/internal/servicerun"
 )
 
 // TestServiceWebhooksMatchTheDocument runs plantstore with a subscriber on
@@ -32,7 +31,7 @@ import (
 // the body, which must also carry no member the document does not declare.
 // The events are built by internal/webhook; nothing here restates them.
 func TestServiceWebhooksMatchTheDocument(t *testing.T) {
-	bin := buildService(t)
+	bin := servicerun.Build(t)
 	hooks := newHookReceiver(t)
 	dir := t.TempDir()
 	const token = "openapi-webhooks-test-token"
@@ -41,10 +40,10 @@ func TestServiceWebhooksMatchTheDocument(t *testing.T) {
 	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a secret of thirty-two bytes....."))
 	writeFile(t, tokens, token+"\n")
 	writeFile(t, subscribers, hooks.URL+"/events "+secret+"\n")
-	svc := startService(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
+	svc := service{servicerun.Start(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
 		"--auth-tokens-file", tokens, "--log-format", "json",
 		"--webhook-subscribers-file", subscribers, "--webhook-allow-cidrs", "127.0.0.0/8",
-		"--webhook-poll-interval", "20ms")
+		"--webhook-poll-interval", "20ms")}
 
 	served := svc.call(t, http.MethodGet, "/openapi.yaml", "", "", http.StatusOK)
 	doc, err := loadDocument(served)
@@ -225,7 +224,7 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 }
 
 // wait returns the deliveries once there are n, and fails after 15 s.
-func (h *hookReceiver) wait(t *testing.T, n int, svc *service) []delivery {
+func (h *hookReceiver) wait(t *testing.T, n int, svc service) []delivery {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -243,7 +242,7 @@ func (h *hookReceiver) wait(t *testing.T, n int, svc *service) []delivery {
 			return got
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d webhooks delivered within 15s; plantstore's log:\n%s", len(got), n, svc.log())
+			t.Fatalf("%d of %d webhooks delivered within 15s; plantstore's log:\n%s", len(got), n, svc.Log())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -256,112 +255,19 @@ func writeFile(t *testing.T, path, content string) {
 	}
 }
 
-// buildService builds cmd/plantstore of this repository.
-func buildService(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "plantstore")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/plantstore")
-	cmd.Dir = filepath.Join("..", "..")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building plantstore: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// service is a running plantstore process.
-type service struct {
-	api    string // base URL
-	client *http.Client
-	mu     sync.Mutex
-	logs   []string
-}
-
-func (s *service) log() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Join(s.logs, "\n")
-}
-
-// startService starts the binary and waits for the API listener's address
-// in its JSON log ("API listening", field addr).
-func startService(t *testing.T, bin string, args ...string) *service {
-	t.Helper()
-	s := &service{client: &http.Client{Timeout: 10 * time.Second}}
-	cmd := exec.Command(bin, args...)
-	for _, kv := range os.Environ() { // the developer's settings must not change what is tested
-		if !strings.HasPrefix(kv, "PLANTSTORE_") && !strings.HasPrefix(kv, "OTEL_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting plantstore: %v", err)
-	}
-	api := make(chan string, 1)
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			s.mu.Lock()
-			s.logs = append(s.logs, sc.Text())
-			s.mu.Unlock()
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &entry) == nil && entry.Msg == "API listening" {
-				api <- "http://" + entry.Addr
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	select {
-	case s.api = <-api:
-		return s
-	case <-exited:
-		t.Fatalf("plantstore exited before it listened:\n%s", s.log())
-	case <-time.After(15 * time.Second):
-		t.Fatalf("plantstore did not log its API address within 15s:\n%s", s.log())
-	}
-	return nil
-}
+// service is the running plantstore with this test's requests.
+type service struct{ *servicerun.Service }
 
 // call sends one API request, fails the test unless it answers want, and
 // returns the body.
-func (s *service) call(t *testing.T, method, path, auth, body string, want int) []byte {
+func (s service) call(t *testing.T, method, path, auth, body string, want int) []byte {
 	t.Helper()
-	req, err := http.NewRequest(method, s.api+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := s.client.Do(req)
+	code, got, err := s.Do(method, path, auth, body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s answered %d, want %d: %s", method, path, resp.StatusCode, want, got)
+	if code != want {
+		t.Fatalf("%s %s answered %d, want %d: %s", method, path, code, want, got)
 	}
 	return got
 }

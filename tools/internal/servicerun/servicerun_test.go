@@ -1,0 +1,36 @@
+package servicerun
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestStartRedisAnswersUntilStopped(t *testing.T) {
+	r := StartRedis(t)
+	if err := ping(r.Addr); err != nil {
+		t.Fatalf("a started server: %v", err)
+	}
+	r.Stop()
+	r.Stop() // twice is safe
+	if err := ping(r.Addr); err == nil {
+		t.Fatal("a stopped server still answers PING")
+	}
+}
+
+func TestBuildTakesTheBinaryMadeForEveryPackage(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "plantstore")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvBinary, bin)
+	if got := Build(t); got != bin {
+		t.Errorf("Build() = %s, want %s", got, bin)
+	}
+}
+
+func TestRepoRootHoldsTheServiceModule(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(RepoRoot(t), "cmd", "plantstore")); err != nil {
+		t.Fatal(err)
+	}
+}
