@@ -4,7 +4,9 @@
 # Docker, no registry and no network: every component is built from the Go
 # modules pinned in tools/k8s (CoreDNS in tools/k8s/coredns), containerd and
 # runc come from Debian, and every image is built here and imported into the
-# node's containerd. See docs/validation.md.
+# node's containerd. Its certificates and kubeconfigs come from kubeadm's
+# `init phase certs` and `init phase kubeconfig` (tools/k8s/node/kubeadm.yaml).
+# See docs/validation.md.
 #
 #   tools/k8s/cluster.sh up      build what is missing, start the node, print
 #                                how to reach it (KUBECONFIG)
@@ -55,12 +57,19 @@ export GOWORK=off
 # The node's addresses, all inside the namespace.
 NODE_NAME=plantstore-node
 NODE_IP=10.87.0.1      # on lo
+API_SECURE_PORT=6443   # the API server's, on NODE_IP
+API_ENDPOINT=$NODE_IP:$API_SECURE_PORT
+ETCD_URL=http://127.0.0.1:2379
 POD_CIDR=10.88.0.0/16  # the bridge cni0, gateway 10.88.0.1
-SVC_CIDR=10.96.0.0/16  # routed to lo, so the node's own ClusterIP connections work
-API_SVC_IP=10.96.0.1
+# Routed to lo, so the node's own ClusterIP connections work; its first
+# address is the API server's Service (kubeadm puts it in the certificate).
+SVC_CIDR=10.96.0.0/16
 DNS_IP=10.96.0.10      # on lo; CoreDNS runs on the node
 CGROUP_ROOT=/$NS        # the pods' cgroups, in every hierarchy
 GLOBAL_SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory)
+# The variables tools/k8s/node/'s files may name as ${VAR}; KUBE_VERSION is
+# kubeadm's own.
+NODE_VARS=(DIR NODE_NAME NODE_IP API_SECURE_PORT API_ENDPOINT ETCD_URL SVC_CIDR KUBE_VERSION)
 
 t0=$SECONDS
 say() { printf '== [%4ss] %s\n' "$((SECONDS - t0))" "$*"; }
@@ -73,7 +82,7 @@ install_packages() {
   local need=() p
   declare -A PKG=([containerd]=containerd [runc]=runc [etcd]=etcd-server [socat]=socat [conntrack]=conntrack
     [iptables]=iptables [ipset]=ipset [nsenter]=util-linux [buildah]=buildah [busybox]=busybox-static
-    [redis-server]=redis-server [curl]=curl [jq]=jq [ip]=iproute2)
+    [redis-server]=redis-server [curl]=curl [jq]=jq [ip]=iproute2 [envsubst]=gettext-base)
   for p in "${!PKG[@]}"; do command -v "$p" >/dev/null 2>&1 || need+=("${PKG[$p]}"); done
   [[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
   if ((${#need[@]})); then
@@ -87,13 +96,13 @@ install_packages() {
 # cache, and this module's own small commands beside them.
 build() {
   install_packages
-  BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kube-apiserver kube-controller-manager kube-scheduler \
+  BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kubeadm kube-apiserver kube-controller-manager kube-scheduler \
     kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router policy-controller | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
   # Prometheus and the Prometheus Operator, for the images of the Prometheus
   # scenario (cluster-test.d/60-prometheus.sh); the same cache directory.
   K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader >/dev/null
-  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-testenv ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-otlp-sink)
+  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-otlp-sink)
   # The node's registry, from the release tools' module.
   (cd "$REPO/tools/release" && go build -trimpath -o "$BIN/" github.com/distribution/distribution/v3/cmd/registry)
 }
@@ -127,6 +136,19 @@ check_alive() {
 
 in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
 
+# render FILE: tools/k8s/node/FILE with the ${VAR} of NODE_VARS replaced by
+# their values; any other ${...} is a variable missing from NODE_VARS.
+# shellcheck disable=SC2016 # the ${...} are envsubst's, not the shell's
+render() {
+  local file=$TOOLS_MOD/node/$1 v text
+  for v in "${NODE_VARS[@]}"; do
+    [[ -v $v ]] || ! grep -qF "\${$v}" "$file" || die "node/$1: \${$v} has no value here"
+  done
+  text=$(export "${NODE_VARS[@]}" && envsubst "$(printf '${%s} ' "${NODE_VARS[@]}")" <"$file")
+  [[ $text != *'${'* ]] || die "node/$1: $(grep -o '[$][{][^}]*}' <<<"$text" | head -n 1) is not one of NODE_VARS"
+  printf '%s\n' "$text"
+}
+
 # ---------------------------------------------------------------------------
 up() {
   local bin
@@ -156,29 +178,40 @@ up() {
   in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1
   in_ns ip link del cni0
 
-  say "PKI and static identities"
-  k8s-testenv pki "$DIR/pki" "https://$NODE_IP:6443" -ip "$NODE_IP" -ip "$API_SVC_IP" \
-    -user "system:node:$NODE_NAME=system:nodes" -user system:kube-controller-manager \
-    -user system:kube-scheduler -user system:kube-proxy -user system:coredns -user system:metrics-server \
-    -user system:kube-router
+  say "certificates and kubeconfigs (kubeadm init phase certs, kubeconfig)"
+  # shellcheck disable=SC2034 # node/kubeadm.yaml's
+  KUBE_VERSION=$(kubeadm version -o short)
+  render kubeadm.yaml >"$DIR/etc/kubeadm.yaml"
+  {
+    kubeadm init phase certs all --config "$DIR/etc/kubeadm.yaml" &&
+      kubeadm init phase kubeconfig all --config "$DIR/etc/kubeadm.yaml" --kubeconfig-dir "$DIR/pki"
+  } >"$DIR/logs/kubeadm.log" 2>&1 || { cat "$DIR/logs/kubeadm.log" >&2; die "kubeadm init phase certs/kubeconfig"; }
+  # The add-ons kubeadm would run as pods run on the node, each as a user of
+  # its own with a client certificate.
+  local user
+  for user in kube-proxy coredns metrics-server kube-router; do
+    (umask 077 && kubeadm kubeconfig user --config "$DIR/etc/kubeadm.yaml" --client-name "system:$user" >"$DIR/pki/$user.conf")
+  done
+  ln -s admin.conf "$DIR/pki/kubeconfig" # the admin's in the namespace, for the scenarios
   # The host's kubeconfig goes through the loopback forward.
-  sed "s#https://$NODE_IP:6443#https://127.0.0.1:$API_PORT#" "$DIR/pki/kubeconfig" >"$DIR/kubeconfig"
+  sed "s#https://$API_ENDPOINT#https://127.0.0.1:$API_PORT#" "$DIR/pki/admin.conf" >"$DIR/kubeconfig"
   chmod 600 "$DIR/kubeconfig"
 
   say "etcd"
   start etcd etcd --name node --data-dir "$DIR/etcd" \
-    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster node=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381
   wait_for etcd 30 in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/2379'
 
   say "kube-apiserver"
   start kube-apiserver kube-apiserver \
-    --bind-address=0.0.0.0 --advertise-address="$NODE_IP" --secure-port=6443 \
-    --etcd-servers=http://127.0.0.1:2379 \
-    --tls-cert-file="$DIR/pki/serving.crt" --tls-private-key-file="$DIR/pki/serving.key" \
-    --client-ca-file="$DIR/pki/ca.crt" --token-auth-file="$DIR/pki/tokens.csv" \
-    --kubelet-client-certificate="$DIR/pki/kubelet-client.crt" --kubelet-client-key="$DIR/pki/kubelet-client.key" \
+    --bind-address=0.0.0.0 --advertise-address="$NODE_IP" --secure-port="$API_SECURE_PORT" \
+    --etcd-servers="$ETCD_URL" \
+    --tls-cert-file="$DIR/pki/apiserver.crt" --tls-private-key-file="$DIR/pki/apiserver.key" \
+    --client-ca-file="$DIR/pki/ca.crt" \
+    --kubelet-client-certificate="$DIR/pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$DIR/pki/apiserver-kubelet-client.key" \
     --kubelet-preferred-address-types=InternalIP \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$DIR/pki/sa.pub" --service-account-signing-key-file="$DIR/pki/sa.key" \
@@ -186,17 +219,21 @@ up() {
     --authorization-mode=Node,RBAC --anonymous-auth=false \
     --enable-admission-plugins=NodeRestriction,PodSecurity \
     --service-cluster-ip-range="$SVC_CIDR" --cert-dir="$DIR/pki/apiserver" --profiling=false \
-    --requestheader-client-ca-file="$DIR/pki/ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-client-ca-file="$DIR/pki/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
     --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
-    --proxy-client-cert-file="$DIR/pki/front-proxy.crt" --proxy-client-key-file="$DIR/pki/front-proxy.key" \
+    --proxy-client-cert-file="$DIR/pki/front-proxy-client.crt" --proxy-client-key-file="$DIR/pki/front-proxy-client.key" \
     --enable-aggregator-routing=true
   # The host's side of the forward: one socat per connection into the namespace.
   socat "TCP-LISTEN:$API_PORT,bind=127.0.0.1,reuseaddr,fork" \
-    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$NODE_IP\:6443" >"$DIR/logs/api-forward.log" 2>&1 &
+    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$NODE_IP\:$API_SECURE_PORT" >"$DIR/logs/api-forward.log" 2>&1 &
   echo "$! api-forward" >>"$DIR/pids"
   export KUBECONFIG=$DIR/kubeconfig
   wait_for kube-apiserver 120 kubectl get --raw=/readyz
+  # As kubeadm init: the admin's group made cluster admin by the one
+  # identity in system:masters.
+  in_ns kubectl --kubeconfig "$DIR/pki/super-admin.conf" apply -f "$TOOLS_MOD/node/cluster-admins.yaml" >/dev/null
+  wait_for "the admin's access" 30 kubectl auth can-i '*' '*' --all-namespaces
 
   say "RBAC for CoreDNS; a default StorageClass with local volumes"
   kubectl apply -f - >/dev/null <<EOF
@@ -253,18 +290,18 @@ EOF
 
   say "kube-controller-manager, kube-scheduler"
   start kube-controller-manager kube-controller-manager \
-    --kubeconfig="$DIR/pki/kubeconfig-system-kube-controller-manager" \
-    --authentication-kubeconfig="$DIR/pki/kubeconfig-system-kube-controller-manager" \
-    --authorization-kubeconfig="$DIR/pki/kubeconfig-system-kube-controller-manager" \
+    --kubeconfig="$DIR/pki/controller-manager.conf" \
+    --authentication-kubeconfig="$DIR/pki/controller-manager.conf" \
+    --authorization-kubeconfig="$DIR/pki/controller-manager.conf" \
     --bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
     --service-account-private-key-file="$DIR/pki/sa.key" --root-ca-file="$DIR/pki/ca.crt" \
     --cluster-signing-cert-file="$DIR/pki/ca.crt" --cluster-signing-key-file="$DIR/pki/ca.key" \
     --service-cluster-ip-range="$SVC_CIDR" --allocate-node-cidrs=false \
     --controllers='*,-nodeipam,-cloud-node-lifecycle' --profiling=false
   start kube-scheduler kube-scheduler \
-    --kubeconfig="$DIR/pki/kubeconfig-system-kube-scheduler" \
-    --authentication-kubeconfig="$DIR/pki/kubeconfig-system-kube-scheduler" \
-    --authorization-kubeconfig="$DIR/pki/kubeconfig-system-kube-scheduler" \
+    --kubeconfig="$DIR/pki/scheduler.conf" \
+    --authentication-kubeconfig="$DIR/pki/scheduler.conf" \
+    --authorization-kubeconfig="$DIR/pki/scheduler.conf" \
     --bind-address=127.0.0.1 --leader-elect=false --profiling=false
 
   say "OCI registry (CNCF Distribution) at $REGISTRY, in the namespace and forwarded from the host"
@@ -386,7 +423,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
   start kubelet kubelet --config="$DIR/etc/kubelet.yaml" \
-    --kubeconfig="$DIR/pki/kubeconfig-system-node-$NODE_NAME" \
+    --kubeconfig="$DIR/pki/kubelet.conf" \
     --root-dir="$DIR/kubelet" --cert-dir="$DIR/kubelet/pki" \
     --hostname-override="$NODE_NAME" --node-ip="$NODE_IP"
 
@@ -400,7 +437,7 @@ hostnameOverride: $NODE_NAME
 bindAddress: $NODE_IP
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
-clientConnection: {kubeconfig: $DIR/pki/kubeconfig-system-kube-proxy}
+clientConnection: {kubeconfig: $DIR/pki/kube-proxy.conf}
 # No conntrack sysctls: nf_conntrack_max is global, not the namespace's.
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOF
@@ -414,7 +451,7 @@ cluster.local:53 {
   health 127.0.0.1:8181
   ready 127.0.0.1:8182
   kubernetes cluster.local {
-    kubeconfig $DIR/pki/kubeconfig-system-coredns validate
+    kubeconfig $DIR/pki/coredns.conf
   }
   cache 5
   loop
@@ -486,9 +523,9 @@ spec:
   groupPriorityMinimum: 100
   versionPriority: 100
 EOF
-  start metrics-server metrics-server --kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
-    --authentication-kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
-    --authorization-kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
+  start metrics-server metrics-server --kubeconfig="$DIR/pki/metrics-server.conf" \
+    --authentication-kubeconfig="$DIR/pki/metrics-server.conf" \
+    --authorization-kubeconfig="$DIR/pki/metrics-server.conf" \
     --bind-address="$NODE_IP" --secure-port=4443 --cert-dir="$DIR/metrics-server" \
     --kubelet-preferred-address-types=InternalIP --kubelet-insecure-tls --metric-resolution=15s
 
@@ -521,7 +558,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}]
 EOF
   say "kube-router: the NetworkPolicy controller only (iptables + ipset)"
-  start kube-router kube-router --kubeconfig="$DIR/pki/kubeconfig-system-kube-router" \
+  start kube-router kube-router --kubeconfig="$DIR/pki/kube-router.conf" \
     --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
     --service-cluster-ip-range="$SVC_CIDR" --health-port=20244 --metrics-port=0
   wait_for kube-router 60 in_ns sh -c 'curl -sf http://127.0.0.1:20244/healthz && iptables -S FORWARD | grep -q KUBE-ROUTER-FORWARD'

@@ -1,15 +1,7 @@
 // Command k8s-testenv holds the small pieces of tools/k8s/validate.sh that are
-// awkward in bash and should not depend on openssl, python or ss:
+// awkward in bash and should not depend on python or ss:
 //
 //	k8s-testenv ports N                 print N free TCP ports on 127.0.0.1
-//	k8s-testenv pki DIR SERVER_URL [-ip IP]... [-user NAME[=GROUP]]...
-//	                                    CA, serving cert (127.0.0.1/localhost and
-//	                                    each -ip), service-account key pair, a
-//	                                    client cert for the API server's calls to
-//	                                    kubelets and one for its aggregation
-//	                                    layer (front-proxy), static token file with admin and
-//	                                    each -user, DIR/kubeconfig (admin) and
-//	                                    DIR/kubeconfig-NAME per -user
 //	k8s-testenv pods DIR < manifests    one Pod manifest per pod template
 //	                                    (Pod, Deployment, StatefulSet, DaemonSet,
 //	                                    ReplicaSet, Job, CronJob) written to DIR;
@@ -23,18 +15,9 @@ package main
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -42,7 +25,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -58,7 +40,7 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: k8s-testenv ports|pki|pods|namespaces|hooks|secrets ...")
+		return errors.New("usage: k8s-testenv ports|pods|namespaces|hooks|secrets ...")
 	}
 	switch args[0] {
 	case "ports":
@@ -77,32 +59,6 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 			fmt.Fprintln(stdout, p)
 		}
 		return nil
-	case "pki":
-		usage := errors.New("usage: k8s-testenv pki DIR SERVER_URL [-ip IP]... [-user NAME[=GROUP]]...")
-		if len(args) < 3 || len(args)%2 == 0 {
-			return usage
-		}
-		var ips []net.IP
-		var users []identity
-		for i := 3; i < len(args); i += 2 {
-			switch args[i] {
-			case "-ip":
-				ip := net.ParseIP(args[i+1])
-				if ip == nil {
-					return fmt.Errorf("pki: -ip %q is not an IP address", args[i+1])
-				}
-				ips = append(ips, ip)
-			case "-user":
-				name, group, _ := strings.Cut(args[i+1], "=")
-				if name == "" || strings.ContainsAny(args[i+1], ",\"\n") {
-					return fmt.Errorf("pki: -user %q: want NAME or NAME=GROUP", args[i+1])
-				}
-				users = append(users, identity{name: name, group: group})
-			default:
-				return usage
-			}
-		}
-		return writePKI(args[1], args[2], ips, users)
 	case "pods":
 		if len(args) != 2 {
 			return errors.New("usage: k8s-testenv pods DIR < manifests")
@@ -191,176 +147,6 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// ---------------------------------------------------------------------------
-
-// identity is a static-token user of the API server.
-type identity struct{ name, group string }
-
-// kubeconfigName is the file name of a user's kubeconfig: "system:node:n1"
-// is kubeconfig-system-node-n1.
-func kubeconfigName(user string) string {
-	return "kubeconfig-" + strings.NewReplacer(":", "-", "/", "-").Replace(user)
-}
-
-func writePKI(dir, server string, extraIPs []net.IP, users []identity) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "plantstore-validate-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  append([]net.IP{net.ParseIP("127.0.0.1")}, extraIPs...),
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-
-	// The API server's identity towards kubelets (logs, exec, port-forward).
-	kcKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	kcTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(3),
-		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	kcDER, err := x509.CreateCertificate(rand.Reader, kcTmpl, caCert, &kcKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-
-	// The aggregation layer's identity towards extension API servers
-	// (metrics-server), which trust it through --requestheader-client-ca-file.
-	fpKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	fpTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(4),
-		Subject:      pkix.Name{CommonName: "front-proxy-client"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	fpDER, err := x509.CreateCertificate(rand.Reader, fpTmpl, caCert, &fpKey.PublicKey, caKey)
-	if err != nil {
-		return err
-	}
-
-	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return err
-	}
-	saPub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
-	if err != nil {
-		return err
-	}
-
-	newToken := func() (string, error) {
-		tok := make([]byte, 24)
-		if _, err := rand.Read(tok); err != nil {
-			return "", err
-		}
-		return hex.EncodeToString(tok), nil
-	}
-	token, err := newToken()
-	if err != nil {
-		return err
-	}
-	tokens := token + ",admin,admin,\"system:masters\"\n"
-
-	files := map[string][]byte{
-		"ca.crt":             pemBlock("CERTIFICATE", caDER),
-		"serving.crt":        pemBlock("CERTIFICATE", srvDER),
-		"kubelet-client.crt": pemBlock("CERTIFICATE", kcDER),
-		"front-proxy.crt":    pemBlock("CERTIFICATE", fpDER),
-		"sa.key":             pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)),
-		"sa.pub":             pemBlock("PUBLIC KEY", saPub),
-	}
-	for _, u := range users {
-		t, err := newToken()
-		if err != nil {
-			return err
-		}
-		tokens += fmt.Sprintf("%s,%s,%s,%q\n", t, u.name, u.name, u.group)
-		files[kubeconfigName(u.name)] = kubeconfig(server, filepath.Join(dir, "ca.crt"), u.name, t)
-	}
-	files["tokens.csv"] = []byte(tokens)
-	for name, k := range map[string]*ecdsa.PrivateKey{"ca.key": caKey, "serving.key": srvKey, "kubelet-client.key": kcKey, "front-proxy.key": fpKey} {
-		der, err := x509.MarshalECPrivateKey(k)
-		if err != nil {
-			return err
-		}
-		files[name] = pemBlock("EC PRIVATE KEY", der)
-	}
-	files["kubeconfig"] = kubeconfig(server, filepath.Join(dir, "ca.crt"), "admin", token)
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// kubeconfig is a kubeconfig for user with a static token.
-func kubeconfig(server, caFile, user, token string) []byte {
-	return []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: validate
-  cluster:
-    server: %s
-    certificate-authority: %s
-users:
-- name: %q
-  user:
-    token: %s
-contexts:
-- name: validate
-  context: {cluster: validate, user: %q}
-current-context: validate
-`, server, caFile, user, token, user))
-}
-
-func pemBlock(typ string, der []byte) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
 // ---------------------------------------------------------------------------

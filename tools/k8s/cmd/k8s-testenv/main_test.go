@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -120,49 +117,7 @@ externalRedis:
 	}
 }
 
-func TestPKIAndPorts(t *testing.T) {
-	dir := t.TempDir()
-	if err := run([]string{"pki", dir, "https://127.0.0.1:6443"}, nil, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"ca.crt", "serving.crt", "serving.key", "sa.key", "sa.pub", "tokens.csv", "kubeconfig"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Error(err)
-		}
-	}
-	node := t.TempDir()
-	args := []string{"pki", node, "https://10.87.0.1:6443", "-ip", "10.87.0.1", "-user", "system:node:n1=system:nodes", "-user", "system:kube-scheduler"}
-	if err := run(args, nil, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	crt, err := os.ReadFile(filepath.Join(node, "serving.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(crt)
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cert.VerifyHostname("10.87.0.1"); err != nil {
-		t.Errorf("serving cert: %v", err)
-	}
-	tokens, _ := os.ReadFile(filepath.Join(node, "tokens.csv"))
-	if !regexp.MustCompile(`(?m)^[0-9a-f]{48},system:node:n1,system:node:n1,"system:nodes"$`).Match(tokens) ||
-		!regexp.MustCompile(`(?m)^[0-9a-f]{48},system:kube-scheduler,system:kube-scheduler,""$`).Match(tokens) {
-		t.Errorf("tokens.csv:\n%s", tokens)
-	}
-	for _, f := range []string{"kubeconfig-system-node-n1", "kubeconfig-system-kube-scheduler", "kubelet-client.crt", "kubelet-client.key", "front-proxy.crt", "front-proxy.key"} {
-		if _, err := os.Stat(filepath.Join(node, f)); err != nil {
-			t.Error(err)
-		}
-	}
-	for _, bad := range [][]string{{"-ip", "nope"}, {"-user", ""}, {"-user", "a,b"}, {"-ip"}, {"-x", "y"}} {
-		if err := run(append([]string{"pki", t.TempDir(), "https://x"}, bad...), nil, &bytes.Buffer{}); err == nil {
-			t.Errorf("pki %q: no error", bad)
-		}
-	}
-
+func TestPorts(t *testing.T) {
 	var out bytes.Buffer
 	if err := run([]string{"ports", "3"}, nil, &out); err != nil {
 		t.Fatal(err)
