@@ -5,8 +5,8 @@
 # modules pinned in tools/k8s (CoreDNS in tools/k8s/coredns), containerd and
 # runc come from Debian, and every image is built here and imported into the
 # node's containerd. Its certificates and kubeconfigs come from kubeadm's
-# `init phase certs` and `init phase kubeconfig` (tools/k8s/node/kubeadm.yaml).
-# See docs/validation.md.
+# `init phase certs` and `init phase kubeconfig`, its configuration files and
+# bootstrap manifests from tools/k8s/node/. See docs/validation.md.
 #
 #   tools/k8s/cluster.sh up      build what is missing, start the node, print
 #                                how to reach it (KUBECONFIG)
@@ -60,6 +60,7 @@ NODE_IP=10.87.0.1      # on lo
 API_SECURE_PORT=6443   # the API server's, on NODE_IP
 API_ENDPOINT=$NODE_IP:$API_SECURE_PORT
 ETCD_URL=http://127.0.0.1:2379
+# shellcheck disable=SC2034 # named by tools/k8s/node/ (NODE_VARS below)
 POD_CIDR=10.88.0.0/16  # the bridge cni0, gateway 10.88.0.1
 # Routed to lo, so the node's own ClusterIP connections work; its first
 # address is the API server's Service (kubeadm puts it in the certificate).
@@ -68,8 +69,8 @@ DNS_IP=10.96.0.10      # on lo; CoreDNS runs on the node
 CGROUP_ROOT=/$NS        # the pods' cgroups, in every hierarchy
 GLOBAL_SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory)
 # The variables tools/k8s/node/'s files may name as ${VAR}; KUBE_VERSION is
-# kubeadm's own.
-NODE_VARS=(DIR NODE_NAME NODE_IP API_SECURE_PORT API_ENDPOINT ETCD_URL SVC_CIDR KUBE_VERSION)
+# kubeadm's own, PV a local volume's number.
+NODE_VARS=(DIR NODE_NAME NODE_IP API_SECURE_PORT API_ENDPOINT ETCD_URL POD_CIDR SVC_CIDR DNS_IP CGROUP_ROOT REGISTRY KUBE_VERSION PV)
 
 t0=$SECONDS
 say() { printf '== [%4ss] %s\n' "$((SECONDS - t0))" "$*"; }
@@ -236,57 +237,17 @@ up() {
   wait_for "the admin's access" 30 kubectl auth can-i '*' '*' --all-namespaces
 
   say "RBAC for CoreDNS; a default StorageClass with local volumes"
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "system:coredns"}
-rules:
-  - apiGroups: [""]
-    resources: [endpoints, services, pods, namespaces]
-    verbs: [list, watch]
-  - apiGroups: [discovery.k8s.io]
-    resources: [endpointslices]
-    verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "system:coredns"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:coredns"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:coredns"}]
----
-# No provisioner: claims bind to the local PersistentVolumes below when a pod
-# uses them, as on a cluster with statically provisioned disks.
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata:
-  name: local
-  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
-provisioner: kubernetes.io/no-provisioner
-volumeBindingMode: WaitForFirstConsumer
-reclaimPolicy: Delete
-EOF
+  kubectl apply -f "$TOOLS_MOD/node/coredns-rbac.yaml" -f "$TOOLS_MOD/node/local-storage.yaml" >/dev/null
   # One volume a Redis of a scenario claims: the volumes are kept (Retain)
   # after their namespaces go, so every install that enables Redis
   # persistence uses one up (install, values, overlays, netpol, prometheus,
   # skaffold and a person's own installs).
-  local i
-  for i in $(seq 1 16); do
-    mkdir -p "$DIR/local-pv/pv$i"
-    kubectl apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: local-pv$i}
-spec:
-  capacity: {storage: 5Gi}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  storageClassName: local
-  local: {path: $DIR/local-pv/pv$i}
-  nodeAffinity:
-    required:
-      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [$NODE_NAME]}]}]
-EOF
-  done
+  local PV
+  for PV in $(seq 1 16); do
+    mkdir -p "$DIR/local-pv/pv$PV"
+    render local-pv.yaml
+    echo ---
+  done | kubectl apply -f - >/dev/null
 
   say "kube-controller-manager, kube-scheduler"
   start kube-controller-manager kube-controller-manager \
@@ -314,63 +275,12 @@ EOF
   wait_for registry 30 curl -fsS "http://$REGISTRY/v2/"
   # containerd's per-registry configuration: plain HTTP to this one.
   mkdir -p "$DIR/etc/certs.d/$REGISTRY"
-  cat >"$DIR/etc/certs.d/$REGISTRY/hosts.toml" <<EOF
-server = "http://$REGISTRY"
-
-[host."http://$REGISTRY"]
-  capabilities = ["pull", "resolve"]
-EOF
+  render registry-hosts.toml >"$DIR/etc/certs.d/$REGISTRY/hosts.toml"
   echo "$REGISTRY" >"$DIR/registry-address"
 
   say "containerd (its own root, state and socket; pulls only from the node's registry)"
-  cat >"$DIR/etc/containerd.toml" <<EOF
-version = 2
-root = "$DIR/containerd/root"
-state = "$DIR/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-[grpc]
-  address = "$DIR/containerd/containerd.sock"
-[ttrpc]
-  address = "$DIR/containerd/containerd.ttrpc.sock"
-[metrics]
-  address = ""
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$DIR/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "plantstore.test/pause:1"
-  # Root here lacks CAP_SYS_RESOURCE: no process may lower its
-  # oom_score_adj, and runc fails every sandbox that asks for -998.
-  restrict_oom_score_adj = true
-  # The pods' network namespaces under our state directory, not the host's
-  # /run/netns: teardown unmounts everything below the directory, and a
-  # cluster killed with its pods running leaves none behind.
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "$DIR/etc/certs.d"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$DIR/cni/net.d"
-EOF
-  cat >"$DIR/cni/net.d/10-plantstore.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "plantstore",
-  "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$DIR/cni/ipam"}},
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
+  render containerd.toml >"$DIR/etc/containerd.toml"
+  render 10-plantstore.conflist >"$DIR/cni/net.d/10-plantstore.conflist"
   # A dead proxy: an image missing from the node fails at once, never pulls
   # from beyond the machine (Go never proxies loopback, so the node's
   # registry is reached directly).
@@ -394,135 +304,22 @@ EOF
     fi
   done
   printf 'nameserver %s\n' "$DNS_IP" >"$DIR/etc/resolv.conf"
-  cat >"$DIR/etc/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $NODE_IP
-port: 10250
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $DIR/pki/ca.crt}
-authorization: {mode: Webhook}
-cgroupDriver: cgroupfs
-cgroupRoot: $CGROUP_ROOT
-containerRuntimeEndpoint: unix://$DIR/containerd/containerd.sock
-clusterDNS: [$DNS_IP]
-clusterDomain: cluster.local
-resolvConf: $DIR/etc/resolv.conf
-# Not the machine's /var/log/pods: a kubelet removes every pod log directory
-# there that is not one of its pods, those of a cluster running beside it too.
-podLogsDir: $DIR/pod-logs
-failSwapOn: false
-serializeImagePulls: false
-evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 2%}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-EOF
+  render kubelet.yaml >"$DIR/etc/kubelet.yaml"
   start kubelet kubelet --config="$DIR/etc/kubelet.yaml" \
     --kubeconfig="$DIR/pki/kubelet.conf" \
     --root-dir="$DIR/kubelet" --cert-dir="$DIR/kubelet/pki" \
     --hostname-override="$NODE_NAME" --node-ip="$NODE_IP"
 
   say "kube-proxy (iptables)"
-  cat >"$DIR/etc/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: iptables
-clusterCIDR: $POD_CIDR
-hostnameOverride: $NODE_NAME
-bindAddress: $NODE_IP
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-clientConnection: {kubeconfig: $DIR/pki/kube-proxy.conf}
-# No conntrack sysctls: nf_conntrack_max is global, not the namespace's.
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-EOF
+  render kube-proxy.yaml >"$DIR/etc/kube-proxy.yaml"
   start kube-proxy kube-proxy --config="$DIR/etc/kube-proxy.yaml"
 
   say "CoreDNS on $DNS_IP"
-  cat >"$DIR/etc/Corefile" <<EOF
-cluster.local:53 {
-  bind $DNS_IP
-  errors
-  health 127.0.0.1:8181
-  ready 127.0.0.1:8182
-  kubernetes cluster.local {
-    kubeconfig $DIR/pki/coredns.conf
-  }
-  cache 5
-  loop
-}
-.:53 {
-  bind $DNS_IP
-  errors
-  template ANY ANY {
-    rcode NXDOMAIN
-  }
-}
-EOF
+  render Corefile >"$DIR/etc/Corefile"
   start coredns coredns -conf "$DIR/etc/Corefile"
 
   say "metrics-server on $NODE_IP:4443 (resource metrics for HPAs, kubectl top)"
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "system:metrics-server"}
-rules:
-  - apiGroups: [""]
-    resources: [nodes/metrics]
-    verbs: [get]
-  - apiGroups: [""]
-    resources: [pods, nodes]
-    verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "system:metrics-server"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:metrics-server"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "metrics-server:system:auth-delegator"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: "metrics-server-auth-reader", namespace: kube-system}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
----
-# metrics-server runs on the node, not in a pod: a Service without a
-# selector whose endpoint is the node's address. Endpoints, not an
-# EndpointSlice: the aggregator resolves APIServices through Endpoints.
-apiVersion: v1
-kind: Service
-metadata: {name: metrics-server, namespace: kube-system}
-spec:
-  ports: [{name: https, port: 443, targetPort: 4443}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {name: metrics-server, namespace: kube-system}
-subsets: [{addresses: [{ip: "$NODE_IP"}], ports: [{name: https, port: 4443}]}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {name: v1beta1.metrics.k8s.io}
-spec:
-  service: {name: metrics-server, namespace: kube-system, port: 443}
-  group: metrics.k8s.io
-  version: v1beta1
-  # Its serving certificate is self-signed, as in metrics-server's own manifest.
-  insecureSkipTLSVerify: true
-  groupPriorityMinimum: 100
-  versionPriority: 100
-EOF
+  render metrics-server.yaml | kubectl apply -f - >/dev/null
   start metrics-server metrics-server --kubeconfig="$DIR/pki/metrics-server.conf" \
     --authentication-kubeconfig="$DIR/pki/metrics-server.conf" \
     --authorization-kubeconfig="$DIR/pki/metrics-server.conf" \
@@ -536,27 +333,7 @@ EOF
   # from the Node object, so it starts once the kubelet has registered it;
   # ready once it answers its health check and has hooked its chains into
   # the filter table.
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "system:kube-router"}
-rules:
-  - apiGroups: [""]
-    resources: [namespaces, pods, services, nodes, endpoints]
-    verbs: [get, list, watch]
-  - apiGroups: [networking.k8s.io]
-    resources: [networkpolicies]
-    verbs: [list, watch]
-  - apiGroups: [discovery.k8s.io]
-    resources: [endpointslices]
-    verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "system:kube-router"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-router"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}]
-EOF
+  kubectl apply -f "$TOOLS_MOD/node/kube-router-rbac.yaml" >/dev/null
   say "kube-router: the NetworkPolicy controller only (iptables + ipset)"
   start kube-router kube-router --kubeconfig="$DIR/pki/kube-router.conf" \
     --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
