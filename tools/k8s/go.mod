@@ -49,6 +49,8 @@ tool (
 
 require (
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
+	helm.sh/helm/v3 v3.16.4
+	k8s.io/apimachinery v0.31.3
 	sigs.k8s.io/yaml v1.4.0
 )
 
@@ -249,10 +251,8 @@ require (
 	gopkg.in/square/go-jose.v2 v2.6.0 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	helm.sh/helm/v3 v3.16.4 // indirect
 	k8s.io/api v0.31.3 // indirect
 	k8s.io/apiextensions-apiserver v0.31.3 // indirect
-	k8s.io/apimachinery v0.31.3 // indirect
 	k8s.io/apiserver v0.31.3 // indirect
 	k8s.io/cli-runtime v0.31.3 // indirect
 	k8s.io/client-go v0.31.3 // indirect

@@ -125,8 +125,9 @@ else
   echo "validate: $PASSED passed, $FAILED failed"; exit 1
 fi
 # Our small helpers are rebuilt each time (seconds, from Go's build cache).
-if ! check "build k8s-schemas, k8s-testenv" \
-  bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ./cmd/k8s-schemas ./cmd/k8s-testenv"; then
+HELPERS=(k8s-schemas k8s-free-ports k8s-pod-templates k8s-helm-hooks k8s-existing-secrets)
+if ! check "build ${HELPERS[*]}" \
+  bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ${HELPERS[*]/#/./cmd/}"; then
   echo "validate: $PASSED passed, $FAILED failed"; exit 1
 fi
 export PATH=$BIN:$WORK/bin:$PATH
@@ -266,8 +267,8 @@ fi
 echo "== kube-apiserver $K8S_VERSION + etcd on 127.0.0.1"
 cluster_up() {
   local ports etcd_port peer_port api_port kube_version svc_cidr=10.96.0.0/16
-  mapfile -t ports < <(k8s-testenv ports 3)
-  ((${#ports[@]} == 3)) || { echo "k8s-testenv ports failed"; return 1; }
+  mapfile -t ports < <(k8s-free-ports 3)
+  ((${#ports[@]} == 3)) || { echo "k8s-free-ports failed"; return 1; }
   etcd_port=${ports[0]} peer_port=${ports[1]} api_port=${ports[2]}
   # Certificates and the admin's kubeconfig as the cluster's (cluster.sh),
   # from the same kubeadm configuration, for an API server on loopback.
@@ -355,7 +356,7 @@ declare -a POD_LIST=()
 collect_pods() {
   local file=$1 src=$2 line log
   log=$(newlog pods)
-  if ! k8s-testenv pods "$WORK/pods/$src" <"$file" >"$log" 2>&1; then
+  if ! k8s-pod-templates "$WORK/pods/$src" <"$file" >"$log" 2>&1; then
     fail "pod templates of $src" "$log"; return
   fi
   while IFS= read -r line; do POD_LIST+=("$src"$'\t'"$line"); done <"$log"
@@ -402,7 +403,7 @@ for s in "${SETS[@]}"; do
   # No controller-manager: its "default" ServiceAccount, which Pods (the test hook's) need to be admitted.
   "${KC[@]}" create serviceaccount default -n "$ns" >/dev/null
   log=$(newlog secrets)
-  secrets=$(k8s-testenv secrets "$CHART/values.yaml" "$vf" 2>"$log") || { fail "$s: read existingSecret names from $vf" "$log"; secrets=''; }
+  secrets=$(k8s-existing-secrets "$CHART/values.yaml" "$vf" 2>"$log") || { fail "$s: read existingSecret names from $vf" "$log"; secrets=''; }
   while IFS=$'\t' read -r name keys; do
     [[ -n $name ]] || continue
     args=()
@@ -412,7 +413,7 @@ for s in "${SETS[@]}"; do
     check "$s: pre-create Secret $ns/$name (keys: ${keys:-none named in values})" \
       "${KC[@]}" create secret generic "$name" -n "$ns" "${args[@]}" || true
   done <<<"$secrets"
-  hooks=$(k8s-testenv hooks <"$RENDERED/helm-$s.yaml" 2>/dev/null | tr '\t\n' ': ' || true)
+  hooks=$(k8s-helm-hooks <"$RENDERED/helm-$s.yaml" 2>/dev/null | tr '\t\n' ': ' || true)
   [[ -z $hooks ]] || note "$s: hooks not run (--no-hooks: no controller would complete them), dry-run created instead: ${hooks% }"
   log=$(newlog install)
   if helm install plantstore "$CHART" -n "$ns" -f "$vf" --no-hooks --timeout 120s >"$log" 2>&1; then
@@ -463,7 +464,10 @@ for o in "${OVLS[@]}"; do
   cluster_alive
   d=$OVERLAYS/$o
   [[ -s $RENDERED/kustomize-$o.yaml ]] || continue
-  mapfile -t nss < <(k8s-testenv namespaces <"$RENDERED/kustomize-$o.yaml")
+  # The namespaces the overlay sets: kustomize prints block YAML, so
+  # metadata.namespace is an indented "namespace:" in a top-level "metadata:".
+  mapfile -t nss < <(awk '/^[^ ]/ {meta = $0 == "metadata:"} meta && /^  namespace: / && !seen[$2]++ {print $2}' \
+    "$RENDERED/kustomize-$o.yaml")
   if ((${#nss[@]})); then
     for n in "${nss[@]}"; do
       "${KC[@]}" get namespace "$n" >/dev/null 2>&1 || "${KC[@]}" create namespace "$n" >/dev/null
