@@ -4,7 +4,7 @@
 # and the Go version, and prints that directory on its last line. validate.sh
 # and cluster.sh share it, so a machine builds each tool once.
 #
-#   tools/k8s/build.sh TOOL...    TOOL: helm helm4 kubeconform kubectl kube-apiserver
+#   tools/k8s/build.sh TOOL...    TOOL: helm helm4 kubeconform kubectl kubeadm kube-apiserver
 #                                 kube-controller-manager kube-scheduler kubelet
 #                                 kube-proxy coredns metrics-server skaffold kube-router
 #                                 prometheus prometheus-operator
@@ -21,6 +21,7 @@ declare -A PKG=(
   [helm]=helm.sh/helm/v3/cmd/helm
   [kubeconform]=github.com/yannh/kubeconform/cmd/kubeconform
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
+  [kubeadm]=k8s.io/kubernetes/cmd/kubeadm
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
   [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler

@@ -4,7 +4,9 @@
 # Docker, no registry and no network: every component is built from the Go
 # modules pinned in tools/k8s (CoreDNS in tools/k8s/coredns), containerd and
 # runc come from Debian, and every image is built here and imported into the
-# node's containerd. See docs/validation.md.
+# node's containerd. Its certificates and kubeconfigs come from kubeadm's
+# `init phase certs` and `init phase kubeconfig`, its configuration files and
+# bootstrap manifests from tools/k8s/node/. See docs/validation.md.
 #
 #   tools/k8s/cluster.sh up      build what is missing, start the node, print
 #                                how to reach it (KUBECONFIG)
@@ -55,12 +57,20 @@ export GOWORK=off
 # The node's addresses, all inside the namespace.
 NODE_NAME=plantstore-node
 NODE_IP=10.87.0.1      # on lo
+API_SECURE_PORT=6443   # the API server's, on NODE_IP
+API_ENDPOINT=$NODE_IP:$API_SECURE_PORT
+ETCD_URL=http://127.0.0.1:2379
+# shellcheck disable=SC2034 # named by tools/k8s/node/ (NODE_VARS below)
 POD_CIDR=10.88.0.0/16  # the bridge cni0, gateway 10.88.0.1
-SVC_CIDR=10.96.0.0/16  # routed to lo, so the node's own ClusterIP connections work
-API_SVC_IP=10.96.0.1
+# Routed to lo, so the node's own ClusterIP connections work; its first
+# address is the API server's Service (kubeadm puts it in the certificate).
+SVC_CIDR=10.96.0.0/16
 DNS_IP=10.96.0.10      # on lo; CoreDNS runs on the node
 CGROUP_ROOT=/$NS        # the pods' cgroups, in every hierarchy
 GLOBAL_SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory)
+# The variables tools/k8s/node/'s files may name as ${VAR}; KUBE_VERSION is
+# kubeadm's own, PV a local volume's number.
+NODE_VARS=(DIR NODE_NAME NODE_IP API_SECURE_PORT API_ENDPOINT ETCD_URL POD_CIDR SVC_CIDR DNS_IP CGROUP_ROOT REGISTRY KUBE_VERSION PV)
 
 t0=$SECONDS
 say() { printf '== [%4ss] %s\n' "$((SECONDS - t0))" "$*"; }
@@ -73,7 +83,7 @@ install_packages() {
   local need=() p
   declare -A PKG=([containerd]=containerd [runc]=runc [etcd]=etcd-server [socat]=socat [conntrack]=conntrack
     [iptables]=iptables [ipset]=ipset [nsenter]=util-linux [buildah]=buildah [busybox]=busybox-static
-    [redis-server]=redis-server [curl]=curl [jq]=jq [ip]=iproute2)
+    [redis-server]=redis-server [curl]=curl [jq]=jq [ip]=iproute2 [envsubst]=gettext-base)
   for p in "${!PKG[@]}"; do command -v "$p" >/dev/null 2>&1 || need+=("${PKG[$p]}"); done
   [[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
   if ((${#need[@]})); then
@@ -87,13 +97,13 @@ install_packages() {
 # cache, and this module's own small commands beside them.
 build() {
   install_packages
-  BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kube-apiserver kube-controller-manager kube-scheduler \
+  BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kubeadm kube-apiserver kube-controller-manager kube-scheduler \
     kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router policy-controller | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
   # Prometheus and the Prometheus Operator, for the images of the Prometheus
   # scenario (cluster-test.d/60-prometheus.sh); the same cache directory.
   K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader >/dev/null
-  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-testenv ./cmd/k8s-pause ./cmd/k8s-load)
+  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-load)
   # The sink is a module of its own: it shares the service's OTLP receiver.
   (cd "$TOOLS_MOD/cmd/k8s-otlp-sink" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" .)
   # The node's registry, from the release tools' module.
@@ -129,6 +139,19 @@ check_alive() {
 
 in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
 
+# render FILE: tools/k8s/node/FILE with the ${VAR} of NODE_VARS replaced by
+# their values; any other ${...} is a variable missing from NODE_VARS.
+# shellcheck disable=SC2016 # the ${...} are envsubst's, not the shell's
+render() {
+  local file=$TOOLS_MOD/node/$1 v text
+  for v in "${NODE_VARS[@]}"; do
+    [[ -v $v ]] || ! grep -qF "\${$v}" "$file" || die "node/$1: \${$v} has no value here"
+  done
+  text=$(export "${NODE_VARS[@]}" && envsubst "$(printf '${%s} ' "${NODE_VARS[@]}")" <"$file")
+  [[ $text != *'${'* ]] || die "node/$1: $(grep -o '[$][{][^}]*}' <<<"$text" | head -n 1) is not one of NODE_VARS"
+  printf '%s\n' "$text"
+}
+
 # ---------------------------------------------------------------------------
 up() {
   local bin
@@ -158,29 +181,40 @@ up() {
   in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1
   in_ns ip link del cni0
 
-  say "PKI and static identities"
-  k8s-testenv pki "$DIR/pki" "https://$NODE_IP:6443" -ip "$NODE_IP" -ip "$API_SVC_IP" \
-    -user "system:node:$NODE_NAME=system:nodes" -user system:kube-controller-manager \
-    -user system:kube-scheduler -user system:kube-proxy -user system:coredns -user system:metrics-server \
-    -user system:kube-router
+  say "certificates and kubeconfigs (kubeadm init phase certs, kubeconfig)"
+  # shellcheck disable=SC2034 # node/kubeadm.yaml's
+  KUBE_VERSION=$(kubeadm version -o short)
+  render kubeadm.yaml >"$DIR/etc/kubeadm.yaml"
+  {
+    kubeadm init phase certs all --config "$DIR/etc/kubeadm.yaml" &&
+      kubeadm init phase kubeconfig all --config "$DIR/etc/kubeadm.yaml" --kubeconfig-dir "$DIR/pki"
+  } >"$DIR/logs/kubeadm.log" 2>&1 || { cat "$DIR/logs/kubeadm.log" >&2; die "kubeadm init phase certs/kubeconfig"; }
+  # The add-ons kubeadm would run as pods run on the node, each as a user of
+  # its own with a client certificate.
+  local user
+  for user in kube-proxy coredns metrics-server kube-router; do
+    (umask 077 && kubeadm kubeconfig user --config "$DIR/etc/kubeadm.yaml" --client-name "system:$user" >"$DIR/pki/$user.conf")
+  done
+  ln -s admin.conf "$DIR/pki/kubeconfig" # the admin's in the namespace, for the scenarios
   # The host's kubeconfig goes through the loopback forward.
-  sed "s#https://$NODE_IP:6443#https://127.0.0.1:$API_PORT#" "$DIR/pki/kubeconfig" >"$DIR/kubeconfig"
+  sed "s#https://$API_ENDPOINT#https://127.0.0.1:$API_PORT#" "$DIR/pki/admin.conf" >"$DIR/kubeconfig"
   chmod 600 "$DIR/kubeconfig"
 
   say "etcd"
   start etcd etcd --name node --data-dir "$DIR/etcd" \
-    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-client-urls "$ETCD_URL" --advertise-client-urls "$ETCD_URL" \
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster node=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381
   wait_for etcd 30 in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/2379'
 
   say "kube-apiserver"
   start kube-apiserver kube-apiserver \
-    --bind-address=0.0.0.0 --advertise-address="$NODE_IP" --secure-port=6443 \
-    --etcd-servers=http://127.0.0.1:2379 \
-    --tls-cert-file="$DIR/pki/serving.crt" --tls-private-key-file="$DIR/pki/serving.key" \
-    --client-ca-file="$DIR/pki/ca.crt" --token-auth-file="$DIR/pki/tokens.csv" \
-    --kubelet-client-certificate="$DIR/pki/kubelet-client.crt" --kubelet-client-key="$DIR/pki/kubelet-client.key" \
+    --bind-address=0.0.0.0 --advertise-address="$NODE_IP" --secure-port="$API_SECURE_PORT" \
+    --etcd-servers="$ETCD_URL" \
+    --tls-cert-file="$DIR/pki/apiserver.crt" --tls-private-key-file="$DIR/pki/apiserver.key" \
+    --client-ca-file="$DIR/pki/ca.crt" \
+    --kubelet-client-certificate="$DIR/pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$DIR/pki/apiserver-kubelet-client.key" \
     --kubelet-preferred-address-types=InternalIP \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$DIR/pki/sa.pub" --service-account-signing-key-file="$DIR/pki/sa.key" \
@@ -188,85 +222,49 @@ up() {
     --authorization-mode=Node,RBAC --anonymous-auth=false \
     --enable-admission-plugins=NodeRestriction,PodSecurity \
     --service-cluster-ip-range="$SVC_CIDR" --cert-dir="$DIR/pki/apiserver" --profiling=false \
-    --requestheader-client-ca-file="$DIR/pki/ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-client-ca-file="$DIR/pki/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
     --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
-    --proxy-client-cert-file="$DIR/pki/front-proxy.crt" --proxy-client-key-file="$DIR/pki/front-proxy.key" \
+    --proxy-client-cert-file="$DIR/pki/front-proxy-client.crt" --proxy-client-key-file="$DIR/pki/front-proxy-client.key" \
     --enable-aggregator-routing=true
   # The host's side of the forward: one socat per connection into the namespace.
   socat "TCP-LISTEN:$API_PORT,bind=127.0.0.1,reuseaddr,fork" \
-    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$NODE_IP\:6443" >"$DIR/logs/api-forward.log" 2>&1 &
+    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$NODE_IP\:$API_SECURE_PORT" >"$DIR/logs/api-forward.log" 2>&1 &
   echo "$! api-forward" >>"$DIR/pids"
   export KUBECONFIG=$DIR/kubeconfig
   wait_for kube-apiserver 120 kubectl get --raw=/readyz
+  # As kubeadm init: the admin's group made cluster admin by the one
+  # identity in system:masters.
+  in_ns kubectl --kubeconfig "$DIR/pki/super-admin.conf" apply -f "$TOOLS_MOD/node/cluster-admins.yaml" >/dev/null
+  wait_for "the admin's access" 30 kubectl auth can-i '*' '*' --all-namespaces
 
   say "RBAC for CoreDNS; a default StorageClass with local volumes"
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "system:coredns"}
-rules:
-  - apiGroups: [""]
-    resources: [endpoints, services, pods, namespaces]
-    verbs: [list, watch]
-  - apiGroups: [discovery.k8s.io]
-    resources: [endpointslices]
-    verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "system:coredns"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:coredns"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:coredns"}]
----
-# No provisioner: claims bind to the local PersistentVolumes below when a pod
-# uses them, as on a cluster with statically provisioned disks.
-apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata:
-  name: local
-  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
-provisioner: kubernetes.io/no-provisioner
-volumeBindingMode: WaitForFirstConsumer
-reclaimPolicy: Delete
-EOF
+  kubectl apply -f "$TOOLS_MOD/node/coredns-rbac.yaml" -f "$TOOLS_MOD/node/local-storage.yaml" >/dev/null
   # One volume a Redis of a scenario claims: the volumes are kept (Retain)
   # after their namespaces go, so every install that enables Redis
   # persistence uses one up (install, values, overlays, netpol, prometheus,
   # skaffold and a person's own installs).
-  local i
-  for i in $(seq 1 16); do
-    mkdir -p "$DIR/local-pv/pv$i"
-    kubectl apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: local-pv$i}
-spec:
-  capacity: {storage: 5Gi}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  storageClassName: local
-  local: {path: $DIR/local-pv/pv$i}
-  nodeAffinity:
-    required:
-      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [$NODE_NAME]}]}]
-EOF
-  done
+  local PV
+  for PV in $(seq 1 16); do
+    mkdir -p "$DIR/local-pv/pv$PV"
+    render local-pv.yaml
+    echo ---
+  done | kubectl apply -f - >/dev/null
 
   say "kube-controller-manager, kube-scheduler"
   start kube-controller-manager kube-controller-manager \
-    --kubeconfig="$DIR/pki/kubeconfig-system-kube-controller-manager" \
-    --authentication-kubeconfig="$DIR/pki/kubeconfig-system-kube-controller-manager" \
-    --authorization-kubeconfig="$DIR/pki/kubeconfig-system-kube-controller-manager" \
+    --kubeconfig="$DIR/pki/controller-manager.conf" \
+    --authentication-kubeconfig="$DIR/pki/controller-manager.conf" \
+    --authorization-kubeconfig="$DIR/pki/controller-manager.conf" \
     --bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
     --service-account-private-key-file="$DIR/pki/sa.key" --root-ca-file="$DIR/pki/ca.crt" \
     --cluster-signing-cert-file="$DIR/pki/ca.crt" --cluster-signing-key-file="$DIR/pki/ca.key" \
     --service-cluster-ip-range="$SVC_CIDR" --allocate-node-cidrs=false \
     --controllers='*,-nodeipam,-cloud-node-lifecycle' --profiling=false
   start kube-scheduler kube-scheduler \
-    --kubeconfig="$DIR/pki/kubeconfig-system-kube-scheduler" \
-    --authentication-kubeconfig="$DIR/pki/kubeconfig-system-kube-scheduler" \
-    --authorization-kubeconfig="$DIR/pki/kubeconfig-system-kube-scheduler" \
+    --kubeconfig="$DIR/pki/scheduler.conf" \
+    --authentication-kubeconfig="$DIR/pki/scheduler.conf" \
+    --authorization-kubeconfig="$DIR/pki/scheduler.conf" \
     --bind-address=127.0.0.1 --leader-elect=false --profiling=false
 
   say "OCI registry (CNCF Distribution) at $REGISTRY, in the namespace and forwarded from the host"
@@ -279,63 +277,12 @@ EOF
   wait_for registry 30 curl -fsS "http://$REGISTRY/v2/"
   # containerd's per-registry configuration: plain HTTP to this one.
   mkdir -p "$DIR/etc/certs.d/$REGISTRY"
-  cat >"$DIR/etc/certs.d/$REGISTRY/hosts.toml" <<EOF
-server = "http://$REGISTRY"
-
-[host."http://$REGISTRY"]
-  capabilities = ["pull", "resolve"]
-EOF
+  render registry-hosts.toml >"$DIR/etc/certs.d/$REGISTRY/hosts.toml"
   echo "$REGISTRY" >"$DIR/registry-address"
 
   say "containerd (its own root, state and socket; pulls only from the node's registry)"
-  cat >"$DIR/etc/containerd.toml" <<EOF
-version = 2
-root = "$DIR/containerd/root"
-state = "$DIR/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-[grpc]
-  address = "$DIR/containerd/containerd.sock"
-[ttrpc]
-  address = "$DIR/containerd/containerd.ttrpc.sock"
-[metrics]
-  address = ""
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$DIR/containerd/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "plantstore.test/pause:1"
-  # Root here lacks CAP_SYS_RESOURCE: no process may lower its
-  # oom_score_adj, and runc fails every sandbox that asks for -998.
-  restrict_oom_score_adj = true
-  # The pods' network namespaces under our state directory, not the host's
-  # /run/netns: teardown unmounts everything below the directory, and a
-  # cluster killed with its pods running leaves none behind.
-  netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "$DIR/etc/certs.d"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$DIR/cni/net.d"
-EOF
-  cat >"$DIR/cni/net.d/10-plantstore.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "plantstore",
-  "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$DIR/cni/ipam"}},
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
+  render containerd.toml >"$DIR/etc/containerd.toml"
+  render 10-plantstore.conflist >"$DIR/cni/net.d/10-plantstore.conflist"
   # A dead proxy: an image missing from the node fails at once, never pulls
   # from beyond the machine (Go never proxies loopback, so the node's
   # registry is reached directly).
@@ -359,138 +306,25 @@ EOF
     fi
   done
   printf 'nameserver %s\n' "$DNS_IP" >"$DIR/etc/resolv.conf"
-  cat >"$DIR/etc/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $NODE_IP
-port: 10250
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: $DIR/pki/ca.crt}
-authorization: {mode: Webhook}
-cgroupDriver: cgroupfs
-cgroupRoot: $CGROUP_ROOT
-containerRuntimeEndpoint: unix://$DIR/containerd/containerd.sock
-clusterDNS: [$DNS_IP]
-clusterDomain: cluster.local
-resolvConf: $DIR/etc/resolv.conf
-# Not the machine's /var/log/pods: a kubelet removes every pod log directory
-# there that is not one of its pods, those of a cluster running beside it too.
-podLogsDir: $DIR/pod-logs
-failSwapOn: false
-serializeImagePulls: false
-evictionHard: {memory.available: 100Mi, nodefs.available: 2%, imagefs.available: 2%, nodefs.inodesFree: 2%}
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-EOF
+  render kubelet.yaml >"$DIR/etc/kubelet.yaml"
   start kubelet kubelet --config="$DIR/etc/kubelet.yaml" \
-    --kubeconfig="$DIR/pki/kubeconfig-system-node-$NODE_NAME" \
+    --kubeconfig="$DIR/pki/kubelet.conf" \
     --root-dir="$DIR/kubelet" --cert-dir="$DIR/kubelet/pki" \
     --hostname-override="$NODE_NAME" --node-ip="$NODE_IP"
 
   say "kube-proxy (iptables)"
-  cat >"$DIR/etc/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: iptables
-clusterCIDR: $POD_CIDR
-hostnameOverride: $NODE_NAME
-bindAddress: $NODE_IP
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
-clientConnection: {kubeconfig: $DIR/pki/kubeconfig-system-kube-proxy}
-# No conntrack sysctls: nf_conntrack_max is global, not the namespace's.
-conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-EOF
+  render kube-proxy.yaml >"$DIR/etc/kube-proxy.yaml"
   start kube-proxy kube-proxy --config="$DIR/etc/kube-proxy.yaml"
 
   say "CoreDNS on $DNS_IP"
-  cat >"$DIR/etc/Corefile" <<EOF
-cluster.local:53 {
-  bind $DNS_IP
-  errors
-  health 127.0.0.1:8181
-  ready 127.0.0.1:8182
-  kubernetes cluster.local {
-    kubeconfig $DIR/pki/kubeconfig-system-coredns validate
-  }
-  cache 5
-  loop
-}
-.:53 {
-  bind $DNS_IP
-  errors
-  template ANY ANY {
-    rcode NXDOMAIN
-  }
-}
-EOF
+  render Corefile >"$DIR/etc/Corefile"
   start coredns coredns -conf "$DIR/etc/Corefile"
 
   say "metrics-server on $NODE_IP:4443 (resource metrics for HPAs, kubectl top)"
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "system:metrics-server"}
-rules:
-  - apiGroups: [""]
-    resources: [nodes/metrics]
-    verbs: [get]
-  - apiGroups: [""]
-    resources: [pods, nodes]
-    verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "system:metrics-server"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:metrics-server"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "metrics-server:system:auth-delegator"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:auth-delegator"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: "metrics-server-auth-reader", namespace: kube-system}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: extension-apiserver-authentication-reader}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:metrics-server"}]
----
-# metrics-server runs on the node, not in a pod: a Service without a
-# selector whose endpoint is the node's address. Endpoints, not an
-# EndpointSlice: the aggregator resolves APIServices through Endpoints.
-apiVersion: v1
-kind: Service
-metadata: {name: metrics-server, namespace: kube-system}
-spec:
-  ports: [{name: https, port: 443, targetPort: 4443}]
----
-apiVersion: v1
-kind: Endpoints
-metadata: {name: metrics-server, namespace: kube-system}
-subsets: [{addresses: [{ip: "$NODE_IP"}], ports: [{name: https, port: 4443}]}]
----
-apiVersion: apiregistration.k8s.io/v1
-kind: APIService
-metadata: {name: v1beta1.metrics.k8s.io}
-spec:
-  service: {name: metrics-server, namespace: kube-system, port: 443}
-  group: metrics.k8s.io
-  version: v1beta1
-  # Its serving certificate is self-signed, as in metrics-server's own manifest.
-  insecureSkipTLSVerify: true
-  groupPriorityMinimum: 100
-  versionPriority: 100
-EOF
-  start metrics-server metrics-server --kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
-    --authentication-kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
-    --authorization-kubeconfig="$DIR/pki/kubeconfig-system-metrics-server" \
+  render metrics-server.yaml | kubectl apply -f - >/dev/null
+  start metrics-server metrics-server --kubeconfig="$DIR/pki/metrics-server.conf" \
+    --authentication-kubeconfig="$DIR/pki/metrics-server.conf" \
+    --authorization-kubeconfig="$DIR/pki/metrics-server.conf" \
     --bind-address="$NODE_IP" --secure-port=4443 --cert-dir="$DIR/metrics-server" \
     --kubelet-preferred-address-types=InternalIP --kubelet-insecure-tls --metric-resolution=15s
 
@@ -501,29 +335,9 @@ EOF
   # from the Node object, so it starts once the kubelet has registered it;
   # ready once it answers its health check and has hooked its chains into
   # the filter table.
-  kubectl apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "system:kube-router"}
-rules:
-  - apiGroups: [""]
-    resources: [namespaces, pods, services, nodes, endpoints]
-    verbs: [get, list, watch]
-  - apiGroups: [networking.k8s.io]
-    resources: [networkpolicies]
-    verbs: [list, watch]
-  - apiGroups: [discovery.k8s.io]
-    resources: [endpointslices]
-    verbs: [list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "system:kube-router"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-router"}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}]
-EOF
+  kubectl apply -f "$TOOLS_MOD/node/kube-router-rbac.yaml" >/dev/null
   say "kube-router: the NetworkPolicy controller only (iptables + ipset)"
-  start kube-router kube-router --kubeconfig="$DIR/pki/kubeconfig-system-kube-router" \
+  start kube-router kube-router --kubeconfig="$DIR/pki/kube-router.conf" \
     --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
     --service-cluster-ip-range="$SVC_CIDR" --health-port=20244 --metrics-port=0
   wait_for kube-router 60 in_ns sh -c 'curl -sf http://127.0.0.1:20244/healthz && iptables -S FORWARD | grep -q KUBE-ROUTER-FORWARD'

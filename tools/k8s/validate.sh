@@ -113,33 +113,38 @@ if command -v flock >/dev/null; then
   exec 9>"$CACHE/.lock"
   flock -w 1800 9 || { echo "could not lock $CACHE/.lock" >&2; exit 1; }
 fi
-# helm, kubeconform, kubectl and kube-apiserver, built once per machine into
-# the cache that cluster.sh shares (tools/k8s/build.sh).
+# helm, kubeconform, kubectl, kube-apiserver and kubeadm, built once per
+# machine into the cache that cluster.sh shares (tools/k8s/build.sh).
 log=$(newlog build)
 t0=$SECONDS
-if BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" helm kubeconform kubectl kube-apiserver 2>"$log" | tail -n 1); then
+if BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" helm kubeconform kubectl kube-apiserver kubeadm 2>"$log" | tail -n 1); then
   if grep -q '^build: done' "$log"; then pass "build $(sed -n 's/^build: \(.*\) (one go build.*/\1/p' "$log") ($((SECONDS - t0))s)"
   else pass "tools cached in $BIN"; fi
 else
-  fail "build helm kubeconform kubectl kube-apiserver" "$log"
+  fail "build helm kubeconform kubectl kube-apiserver kubeadm" "$log"
   echo "validate: $PASSED passed, $FAILED failed"; exit 1
 fi
 # Our small helpers are rebuilt each time (seconds, from Go's build cache).
-if ! check "build k8s-schemas, k8s-testenv" \
-  bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ./cmd/k8s-schemas ./cmd/k8s-testenv"; then
+HELPERS=(k8s-schemas k8s-free-ports k8s-pod-templates k8s-helm-hooks k8s-existing-secrets)
+if ! check "build ${HELPERS[*]}" \
+  bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ${HELPERS[*]/#/./cmd/}"; then
   echo "validate: $PASSED passed, $FAILED failed"; exit 1
 fi
 export PATH=$BIN:$WORK/bin:$PATH
 note "$(helm version --short) / kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1) / kubeconform $(kubeconform -v)"
 
-if [[ $NO_CLUSTER != 1 ]] && ! command -v etcd >/dev/null; then
+# etcd for the API server; envsubst for tools/k8s/node/kubeadm.yaml.
+declare -A DEBS=([etcd]=etcd-server [envsubst]=gettext-base)
+MISSING=()
+for c in "${!DEBS[@]}"; do command -v "$c" >/dev/null || MISSING+=("${DEBS[$c]}"); done
+if [[ $NO_CLUSTER != 1 ]] && ((${#MISSING[@]})); then
   log=$(newlog apt)
   SUDO=''; [[ $(id -u) == 0 ]] || SUDO='sudo -n'
-  if { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends etcd-server; } >"$log" 2>&1 \
-    && command -v etcd >/dev/null; then
-    pass "apt-get install etcd-server"
+  if { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${MISSING[@]}"; } >"$log" 2>&1 \
+    && command -v etcd >/dev/null && command -v envsubst >/dev/null; then
+    pass "apt-get install ${MISSING[*]}"
   else
-    fail "apt-get install etcd-server (needs root or passwordless sudo)" "$log"
+    fail "apt-get install ${MISSING[*]} (needs root or passwordless sudo)" "$log"
   fi
 fi
 
@@ -261,11 +266,25 @@ fi
 
 echo "== kube-apiserver $K8S_VERSION + etcd on 127.0.0.1"
 cluster_up() {
-  local ports etcd_port peer_port api_port
-  mapfile -t ports < <(k8s-testenv ports 3)
+  local ports etcd_port peer_port api_port kube_version svc_cidr=10.96.0.0/16
+  mapfile -t ports < <(k8s-free-ports 3)
+  ((${#ports[@]} == 3)) || { echo "k8s-free-ports failed"; return 1; }
   etcd_port=${ports[0]} peer_port=${ports[1]} api_port=${ports[2]}
-  k8s-testenv pki "$WORK/pki" "https://127.0.0.1:$api_port"
-  cp "$WORK/pki/kubeconfig" "$KUBECONFIG"
+  # Certificates and the admin's kubeconfig as the cluster's (cluster.sh),
+  # from the same kubeadm configuration, for an API server on loopback.
+  # kubeadm refuses a loopback advertise address: NODE_IP is one of
+  # TEST-NET-1 that nothing uses, API_ENDPOINT where kubectl connects.
+  kube_version=$(kubeadm version -o short) || return 1
+  # shellcheck disable=SC2016 # the ${...} are envsubst's
+  (export DIR=$WORK NODE_NAME=validate NODE_IP=192.0.2.1 API_SECURE_PORT=$api_port \
+    API_ENDPOINT=127.0.0.1:$api_port ETCD_URL=http://127.0.0.1:$etcd_port SVC_CIDR=$svc_cidr \
+    KUBE_VERSION=$kube_version &&
+    envsubst '${DIR} ${NODE_NAME} ${NODE_IP} ${API_SECURE_PORT} ${API_ENDPOINT} ${ETCD_URL} ${SVC_CIDR} ${KUBE_VERSION}' \
+      <"$TOOLS_MOD/node/kubeadm.yaml" >"$WORK/kubeadm.yaml") || return 1
+  if grep -o '[$][{][^}]*}' "$WORK/kubeadm.yaml"; then echo "node/kubeadm.yaml names the above, not set here"; return 1; fi
+  kubeadm init phase certs all --config "$WORK/kubeadm.yaml" || return 1
+  kubeadm init phase kubeconfig admin --config "$WORK/kubeadm.yaml" --kubeconfig-dir "$WORK/pki" || return 1
+  cp "$WORK/pki/admin.conf" "$KUBECONFIG"
   etcd --name validate --data-dir "$WORK/etcd" \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
@@ -281,14 +300,14 @@ cluster_up() {
   kube-apiserver \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
     --etcd-servers="http://127.0.0.1:$etcd_port" \
-    --tls-cert-file="$WORK/pki/serving.crt" --tls-private-key-file="$WORK/pki/serving.key" \
-    --client-ca-file="$WORK/pki/ca.crt" --token-auth-file="$WORK/pki/tokens.csv" \
+    --tls-cert-file="$WORK/pki/apiserver.crt" --tls-private-key-file="$WORK/pki/apiserver.key" \
+    --client-ca-file="$WORK/pki/ca.crt" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="$WORK/pki/sa.pub" --service-account-signing-key-file="$WORK/pki/sa.key" \
     --api-audiences=https://kubernetes.default.svc.cluster.local \
     --authorization-mode=AlwaysAllow --anonymous-auth=false \
     --enable-admission-plugins=PodSecurity \
-    --service-cluster-ip-range=10.96.0.0/16 --endpoint-reconciler-type=none \
+    --service-cluster-ip-range="$svc_cidr" --endpoint-reconciler-type=none \
     --cert-dir="$WORK/apiserver-certs" --profiling=false \
     >"$WORK/kube-apiserver.log" 2>&1 &
   API_PID=$!
@@ -337,7 +356,7 @@ declare -a POD_LIST=()
 collect_pods() {
   local file=$1 src=$2 line log
   log=$(newlog pods)
-  if ! k8s-testenv pods "$WORK/pods/$src" <"$file" >"$log" 2>&1; then
+  if ! k8s-pod-templates "$WORK/pods/$src" <"$file" >"$log" 2>&1; then
     fail "pod templates of $src" "$log"; return
   fi
   while IFS= read -r line; do POD_LIST+=("$src"$'\t'"$line"); done <"$log"
@@ -384,7 +403,7 @@ for s in "${SETS[@]}"; do
   # No controller-manager: its "default" ServiceAccount, which Pods (the test hook's) need to be admitted.
   "${KC[@]}" create serviceaccount default -n "$ns" >/dev/null
   log=$(newlog secrets)
-  secrets=$(k8s-testenv secrets "$CHART/values.yaml" "$vf" 2>"$log") || { fail "$s: read existingSecret names from $vf" "$log"; secrets=''; }
+  secrets=$(k8s-existing-secrets "$CHART/values.yaml" "$vf" 2>"$log") || { fail "$s: read existingSecret names from $vf" "$log"; secrets=''; }
   while IFS=$'\t' read -r name keys; do
     [[ -n $name ]] || continue
     args=()
@@ -394,7 +413,7 @@ for s in "${SETS[@]}"; do
     check "$s: pre-create Secret $ns/$name (keys: ${keys:-none named in values})" \
       "${KC[@]}" create secret generic "$name" -n "$ns" "${args[@]}" || true
   done <<<"$secrets"
-  hooks=$(k8s-testenv hooks <"$RENDERED/helm-$s.yaml" 2>/dev/null | tr '\t\n' ': ' || true)
+  hooks=$(k8s-helm-hooks <"$RENDERED/helm-$s.yaml" 2>/dev/null | tr '\t\n' ': ' || true)
   [[ -z $hooks ]] || note "$s: hooks not run (--no-hooks: no controller would complete them), dry-run created instead: ${hooks% }"
   log=$(newlog install)
   if helm install plantstore "$CHART" -n "$ns" -f "$vf" --no-hooks --timeout 120s >"$log" 2>&1; then
@@ -445,7 +464,10 @@ for o in "${OVLS[@]}"; do
   cluster_alive
   d=$OVERLAYS/$o
   [[ -s $RENDERED/kustomize-$o.yaml ]] || continue
-  mapfile -t nss < <(k8s-testenv namespaces <"$RENDERED/kustomize-$o.yaml")
+  # The namespaces the overlay sets: kustomize prints block YAML, so
+  # metadata.namespace is an indented "namespace:" in a top-level "metadata:".
+  mapfile -t nss < <(awk '/^[^ ]/ {meta = $0 == "metadata:"} meta && /^  namespace: / && !seen[$2]++ {print $2}' \
+    "$RENDERED/kustomize-$o.yaml")
   if ((${#nss[@]})); then
     for n in "${nss[@]}"; do
       "${KC[@]}" get namespace "$n" >/dev/null 2>&1 || "${KC[@]}" create namespace "$n" >/dev/null
