@@ -43,8 +43,11 @@ adm_run() {
   if [[ -z $ADM_DIGEST || ! -f $ADM_RELDIR/cosign.pub ]]; then
     fail "admission: no release of $ADM_VERSION in $ADM_RELDIR (05-release.sh runs first)"; return
   fi
+  # go mod download, not go list -m: the binary may come from the tools
+  # cache while this module cache has never held the module's source.
   pc_version=$(cd "$mod" && GOWORK=off go list -m -f '{{.Version}}' github.com/sigstore/policy-controller)
-  config=$(cd "$mod" && GOWORK=off go list -m -f '{{.Dir}}' github.com/sigstore/policy-controller)/config
+  config=$(cd "$mod" && GOWORK=off go mod download -json "github.com/sigstore/policy-controller@$pc_version" | jq -r .Dir)/config
+  [[ -d $config ]] || { fail "admission: policy-controller's config directory ($config) not downloaded"; return; }
   t=$SECONDS
   bin=$(K8S_TOOLS_CACHE=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s} "$TOOLS_MOD/build.sh" policy-controller 2>"$CLUSTER_DIR/logs/policy-controller-build.log" | tail -n 1)/policy-controller
   [[ -x $bin ]] || { fail "admission: building policy-controller"; tail -n 20 "$CLUSTER_DIR/logs/policy-controller-build.log"; return; }
