@@ -5,7 +5,8 @@
 # sends them to Jaeger v2 (tools/k8s/jaeger), and every check reads them
 # back from Jaeger's query API (lib/observability.sh). Two releases side by
 # side: "head" with the chart's default sampling (parentbased_traceidratio,
-# 10 %) and "traced" with otel.sampler=always_on.
+# 10 %) and "traced" with otel.sampler=always_on, on head's Redis under a
+# key prefix of its own (one volume, and one outage for both).
 #
 # Shown: a create sent with a traceparent is a trace in Jaeger with the
 # server span under the caller's span, its Redis spans as the server span's
@@ -70,17 +71,15 @@ restricted_ns "$TR_NS"
 tr_token=$(hex 16) tr_whsec=whsec_$(head -c 24 /dev/urandom | base64)
 tr_install() {
   helm install "$1" "$CHART" -n "$TR_NS" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" \
-    --set redis.persistence.enabled=false --set-string "auth.tokens[0]=$tr_token name=load" \
+    --set-string "auth.tokens[0]=$tr_token name=load" \
     --set otel.endpoint=http://otel-collector.observability:4318 \
     --set-string "webhooks.subscribers[0]=http://webhook-receiver.$OBS_NS.svc:8080/hooks/plantstore $tr_whsec" \
     --set "webhooks.allowCIDRs={10.96.0.0/16}" "${@:2}" --wait --timeout 180s >"$CLUSTER_DIR/logs/install-$1.log" 2>&1
 }
 t=$SECONDS
-tr_install "$TR_HEAD" &
-head_pid=$!
-tr_install "$TR_ON" --set otel.sampler=always_on &
-on_pid=$!
-if wait "$head_pid" && wait "$on_pid"; then
+if tr_install "$TR_HEAD" && tr_install "$TR_ON" --set otel.sampler=always_on --set redis.enabled=false \
+  --set "externalRedis.addresses={$TR_HEAD-redis:6379}" --set "externalRedis.existingSecret=$TR_HEAD-redis" \
+  --set externalRedis.existingSecretKey=redis-password --set-string config.redis.keyPrefix=traced:; then
   pass "$TR_HEAD (otel.sampler $(helm get values -n "$TR_NS" "$TR_HEAD" -a -o json | jq -r .otel.sampler) $(helm get values -n "$TR_NS" "$TR_HEAD" -a -o json | jq -r .otel.samplerArg)) and $TR_ON (always_on) Ready in $((SECONDS - t))s"
 else
   fail "helm install of the tracing releases"; tail -n 20 "$CLUSTER_DIR/logs/install-$TR_HEAD.log" "$CLUSTER_DIR/logs/install-$TR_ON.log"
@@ -88,7 +87,7 @@ fi
 
 stage "tracing: creates with a traceparent followed into Jaeger: server span, Redis children, resource, webhook delivery, access log"
 node=$(kubectl get nodes -o jsonpath='{.items[0].metadata.name}')
-on_deploy=$(kubectl get deployment -n "$TR_NS" -l "app.kubernetes.io/instance=$TR_ON,app.kubernetes.io/component=api" -o jsonpath='{.items[0].metadata.name}')
+on_deploy=$(kubectl get deployment -n "$TR_NS" -l "app.kubernetes.io/instance=$TR_ON,app.kubernetes.io/component=api" -o jsonpath='{.items[*].metadata.name}')
 on_pods=" $(api_pods "$TR_ON") "
 declare -a tids=() sids=() rids=() plants=()
 script=''
@@ -111,11 +110,15 @@ declare -A tr_json=()
 t=$SECONDS
 while :; do
   found=0 links=0 links_ok=0 res_ok=0
-  deliveries=$(curl -fsS --get --data-urlencode query.service_name=plantstore --data-urlencode "query.operation_name=webhook plant.created" \
+  deliveries=$(curl -fs --get --data-urlencode query.service_name=plantstore --data-urlencode "query.operation_name=webhook plant.created" \
     --data-urlencode "query.start_time_min=$(rfc3339 "$tr_from")" --data-urlencode "query.start_time_max=$(rfc3339 $(($(date +%s) + 5)))" \
-    --data-urlencode query.num_traces=1000 "$JAEGER/api/v3/traces" 2>/dev/null || echo '{}')
+    --data-urlencode query.num_traces=1000 "$JAEGER/api/v3/traces" || echo '{}')
   for i in "${!tids[@]}"; do
-    [[ -n ${tr_json[$i]:-} ]] || { j=$(jaeger_trace "${tids[$i]}"); [[ $(jq "$TR_JQ spans | length" <<<"$j") -gt 1 ]] && tr_json[$i]=$j; }
+    if [[ -z ${tr_json[$i]:-} ]]; then
+      j=$(jaeger_trace "${tids[$i]}")
+      # Kept once the server span and a child are in.
+      if (($(jq "$TR_JQ spans | length" <<<"$j") > 1)); then tr_json[$i]=$j; fi
+    fi
     j=${tr_json[$i]:-'{}'}
     # The server span: under the caller's span, named by its route.
     srv=$(jq -c --arg p "${sids[$i]}" "$TR_JQ [spans[] | select(server and .parentSpanId == \$p and .name == \"POST /plants\")] | first // empty" <<<"$j")
@@ -213,17 +216,20 @@ head_ids=$(access_lines "$TR_HEAD" | jq -r 'select(.route == "/plants" and .stat
 head_log_hits=$(jaeger_found $head_ids) head_log_looked=$(wc -w <<<"$head_ids")
 echo "access log -> trace at the default sampling: $head_log_hits of $head_log_looked lines of $TR_HEAD's load have their trace"
 
-stage "tracing: Redis down under load on both releases: every 503 an error trace with tail sampling"
+stage "tracing: Redis down under load of both releases: every 503 an error trace with tail sampling"
 out_from=$(date +%s)
 RATE=100 load_start "$TR_NS" outage-head 30 "http://$TR_HEAD:8080" "$TR_HEAD-tokens"
 RATE=100 load_start "$TR_NS" outage-traced 30 "http://$TR_ON:8080" "$TR_ON-tokens"
 sleep 8
-kubectl scale statefulset -n "$TR_NS" "$TR_HEAD-redis" "$TR_ON-redis" --replicas=0 >/dev/null
-kubectl wait -n "$TR_NS" --for=delete pod "$TR_HEAD-redis-0" "$TR_ON-redis-0" --timeout=60s >/dev/null 2>&1 || true
+kubectl scale statefulset -n "$TR_NS" "$TR_HEAD-redis" --replicas=0 >/dev/null
+kubectl wait -n "$TR_NS" --for=delete pod "$TR_HEAD-redis-0" --timeout=60s >/dev/null 2>&1 || true
 sleep 6
-kubectl scale statefulset -n "$TR_NS" "$TR_HEAD-redis" "$TR_ON-redis" --replicas=1 >/dev/null
-kubectl rollout status -n "$TR_NS" statefulset "$TR_HEAD-redis" --timeout=120s >/dev/null || fail "$TR_HEAD's Redis not Ready again"
-kubectl rollout status -n "$TR_NS" statefulset "$TR_ON-redis" --timeout=120s >/dev/null || fail "$TR_ON's Redis not Ready again"
+kubectl scale statefulset -n "$TR_NS" "$TR_HEAD-redis" --replicas=1 >/dev/null
+t=$SECONDS
+until kubectl get pod -n "$TR_NS" "$TR_HEAD-redis-0" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True; do
+  ((SECONDS - t < 120)) || { fail "Redis not Ready again within 120s"; break; }
+  sleep 0.5
+done
 head_out=$(load_result "$TR_NS" outage-head || echo '{}')
 on_out=$(load_result "$TR_NS" outage-traced || echo '{}')
 t_end=$SECONDS
@@ -242,6 +248,7 @@ while ((SECONDS - t < 45)); do
   ((on_kept == on_lines)) && break
   sleep 3
 done
+found_s=$((SECONDS - t_end))
 # shellcheck disable=SC2086
 head_kept=$(jaeger_found $head_errs)
 # What the tail sampler kept of the rest: the 200s of the same load, once
@@ -256,11 +263,12 @@ echo "one 503's trace: $err_shape"
 echo "rest kept by the tail sampler: $on_ok_kept of $on_ok_looked 200s of the outage load"
 if ((on_503 > 0 && on_lines == on_503 && on_kept == on_lines)) &&
   jq -e "$TR_JQ any(spans[]; server and failed and (.attributes | attr(\"http.response.status_code\")) == \"503\")" <<<"$one" >/dev/null; then
-  pass "tail sampling: every 503 of the outage an error trace in Jaeger: $on_kept of $on_503 (their access lines' trace ids; found $((SECONDS - t))s after the load)"
+  pass "tail sampling: every 503 of the outage an error trace in Jaeger: $on_kept of $on_503 (their access lines' trace ids; all found ${found_s}s after the load)"
 else
   fail "tail sampling: $on_kept of $on_lines 503 access lines (the load counted $on_503) have their trace; one: $err_shape"
 fi
-if ((head_503 > 0 && head_kept < head_lines)); then
+# Some, not most: a run that finds none has not looked.
+if ((head_503 > 0 && head_kept > 0 && 2 * head_kept < head_lines)); then
   pass "head sampling (the chart's default) kept $head_kept of the $head_lines 503s' traces"
 else
   fail "head sampling: $head_kept of $head_lines 503s' traces kept (the load counted $head_503)"
