@@ -69,9 +69,11 @@ stage "tracing: Jaeger and the Collector; two releases exporting to otel-collect
 observability_up
 restricted_ns "$TR_NS"
 tr_token=$(hex 16) tr_whsec=whsec_$(head -c 24 /dev/urandom | base64)
+# Small CPU requests: the releases of the scenarios before this one still
+# hold most of the node's 2 cores (requests only; nothing is limited).
 tr_install() {
   helm install "$1" "$CHART" -n "$TR_NS" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" \
-    --set-string "auth.tokens[0]=$tr_token name=load" \
+    --set-string "auth.tokens[0]=$tr_token name=load" --set resources.requests.cpu=10m --set redis.resources.requests.cpu=10m \
     --set otel.endpoint=http://otel-collector.observability:4318 \
     --set-string "webhooks.subscribers[0]=http://webhook-receiver.$OBS_NS.svc:8080/hooks/plantstore $tr_whsec" \
     --set "webhooks.allowCIDRs={10.96.0.0/16}" "${@:2}" --wait --timeout 180s >"$CLUSTER_DIR/logs/install-$1.log" 2>&1

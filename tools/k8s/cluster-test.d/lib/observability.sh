@@ -47,7 +47,7 @@ spec:
           ports: [{name: otlp-grpc, containerPort: 4317}, {name: otlp-http, containerPort: 4318}]
           readinessProbe: {httpGet: {path: /, port: 13133}, periodSeconds: 2}
           # memory_limiter's percentages are of this limit.
-          resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 512Mi}}
+          resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 512Mi}}
           $SECURE
           volumeMounts: [{name: conf, mountPath: /conf, readOnly: true}]
       volumes: [{name: conf, configMap: {name: otel-collector-config}}]
@@ -106,7 +106,7 @@ spec:
           args: [--config=/conf/config.yaml]
           ports: [{name: otlp-grpc, containerPort: 4317}, {name: query-http, containerPort: 16686}]
           readinessProbe: {httpGet: {path: /status, port: 13133}, periodSeconds: 2}
-          resources: {requests: {cpu: 50m, memory: 64Mi}, limits: {memory: 1Gi}}
+          resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 1Gi}}
           $SECURE
           volumeMounts: [{name: conf, mountPath: /conf, readOnly: true}]
       volumes: [{name: conf, configMap: {name: jaeger-config}}]
