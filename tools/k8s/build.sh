@@ -8,7 +8,7 @@
 #                                 kube-controller-manager kube-scheduler kubelet
 #                                 kube-proxy coredns metrics-server skaffold kube-router
 #                                 prometheus prometheus-operator
-#                                 prometheus-config-reloader
+#                                 prometheus-config-reloader jaeger otelcol
 #
 # Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
 set -euo pipefail
@@ -50,6 +50,9 @@ declare -A OWN=(
   [prometheus-operator]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/operator static -X github.com/prometheus/common/version.Version=0.85.0"
   [prometheus-config-reloader]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader static -X github.com/prometheus/common/version.Version=0.85.0"
   [policy-controller]="policy-controller github.com/sigstore/policy-controller/cmd/webhook"
+  # Jaeger v2 from its v1.76.0 module, the commit its v2.13.0 release is built from.
+  [jaeger]="jaeger github.com/jaegertracing/jaeger/cmd/jaeger static -X github.com/jaegertracing/jaeger/internal/version.latestVersion=v2.13.0"
+  [otelcol]="otelcol . static"
 )
 key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
 BIN=$CACHE/bin/$key

@@ -100,9 +100,10 @@ build() {
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kubeadm kube-apiserver kube-controller-manager kube-scheduler \
     kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router policy-controller | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
-  # Prometheus and the Prometheus Operator, for the images of the Prometheus
-  # scenario (cluster-test.d/60-prometheus.sh); the same cache directory.
-  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader >/dev/null
+  # Prometheus and the Prometheus Operator, Jaeger and the OpenTelemetry
+  # Collector, for the images of the Prometheus and tracing scenarios
+  # (cluster-test.d/60-prometheus.sh, 65-tracing.sh); the same cache directory.
+  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader jaeger otelcol >/dev/null
   (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-load)
   # The sink is a module of its own: it shares the service's OTLP receiver.
   (cd "$TOOLS_MOD/cmd/k8s-otlp-sink" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" .)

@@ -15,11 +15,15 @@
 #   plantstore.test/prometheus-config-reloader:v0.85.0
 #                                Prometheus and the Prometheus Operator, from
 #                                their modules (tools/k8s/prometheus*)
-#   plantstore.test/otlp-sink:1  an OTLP trace receiver (cmd/k8s-otlp-sink)
+#   plantstore.test/jaeger:1, plantstore.test/otelcol:1
+#                                Jaeger v2 and an OpenTelemetry Collector, from
+#                                their modules (tools/k8s/jaeger, tools/k8s/otelcol)
+#   plantstore.test/otlp-sink:1  the scenarios' webhook subscriber (cmd/k8s-otlp-sink)
 #
 # Usage: tools/k8s/images.sh OUTDIR BINDIR
 #   BINDIR holds the static k8s-pause, k8s-load and k8s-otlp-sink binaries and
-#   the static prometheus, prometheus-operator and prometheus-config-reloader.
+#   the static prometheus, prometheus-operator, prometheus-config-reloader,
+#   jaeger and otelcol.
 # Needs root and buildah, busybox-static, redis-server and curl from Debian
 # (cluster.sh installs them).
 set -euo pipefail
@@ -116,8 +120,7 @@ image plantstore.test/load:1 "$r" 65532:65532 '["/k8s-load"]'
 # the Prometheus Operator with its config reloader, static binaries from
 # their modules (tools/k8s/prometheus, tools/k8s/prometheus-operator; tags
 # as build.sh stamps them), as their official images run them (user nobody,
-# /prometheus its data directory); and the OTLP sink (cmd/k8s-otlp-sink)
-# that stands in for a collector.
+# /prometheus its data directory).
 r=$work/prometheus
 users "$r" nobody 65534
 mkdir -p "$r/bin" "$r/prometheus" "$r/etc/prometheus"
@@ -131,6 +134,16 @@ for t in prometheus-operator:operator prometheus-config-reloader:prometheus-conf
   mkdir -p "$r/bin"
   install -m 0755 "$(readlink -f "$BINDIR/${t%%:*}")" "$r/bin/${t#*:}"
   image "plantstore.test/${t%%:*}:v0.85.0" "$r" 65534:65534 "[\"/bin/${t#*:}\"]"
+done
+
+# The tracing scenarios' (cluster-test.d/lib/observability.sh): Jaeger v2 and
+# the OpenTelemetry Collector, static binaries from their modules, as user
+# 10001 like their official images; and a webhook subscriber.
+for t in jaeger otelcol; do
+  r=$work/$t
+  users "$r" "$t" 10001
+  install -m 0755 "$(readlink -f "$BINDIR/$t")" "$r/$t"
+  image "plantstore.test/$t:1" "$r" 10001:10001 "[\"/$t\"]"
 done
 
 r=$work/otlp-sink

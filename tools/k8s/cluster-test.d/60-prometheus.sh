@@ -5,13 +5,13 @@
 # their Go modules (tools/k8s/prometheus-operator, tools/k8s/prometheus) and
 # run from images made FROM scratch (images.sh); the CRDs and the operator's
 # RBAC and Deployment are the operator module's own example manifests. The
-# service exports its sampled spans to an OTLP sink (cmd/k8s-otlp-sink)
-# standing in for a collector, so its exemplars carry real trace ids; the
-# sink is its webhook subscriber too.
+# service exports its sampled spans to the OpenTelemetry Collector in front
+# of Jaeger (lib/observability.sh), at the address the chart's README names,
+# so its exemplars carry the ids of traces a user can open.
 #
 # Shown: the targets are up; native histograms are ingested beside the
-# classic buckets; exemplars carry 32-hex trace ids of traces the collector
-# received; every dashboard target and recording rule has data and every
+# classic buckets; exemplars carry 32-hex trace ids of traces Jaeger has
+# (metric -> trace; 65-tracing.sh repeats the figure); every dashboard target and recording rule has data and every
 # alerting rule evaluates (tools/monitoring/cmd/prom-check); the main panels
 # drawn from the real data (tools/monitoring/cmd/dashboard-png); and
 # PlantstoreStoreUnavailable goes pending -> firing within its `for` during a
@@ -26,8 +26,9 @@
 # (default in $TMPDIR; docs/dashboard-on-cluster.png is one such run).
 # Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
+# shellcheck source=/dev/null
+source "$TOOLS_MOD/cluster-test.d/lib/observability.sh"
 PROM_NS=monitoring
-OBS_NS=observability
 APP_NS=prom-app
 PROM_VERSION=v3.5.0
 OP_VERSION=$(cd "$TOOLS_MOD/prometheus-operator" && GOWORK=off go list -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator)
@@ -58,56 +59,29 @@ else
   fail "prometheus-operator not Ready"; kubectl logs -n "$PROM_NS" deployment/prometheus-operator --tail=20 || true
 fi
 
-stage "an OTLP sink as the collector ($OBS_NS/otel-collector), plantstore with ServiceMonitor, PrometheusRule and tracing"
-restricted_ns "$OBS_NS"
-kubectl apply -n "$OBS_NS" -f - >/dev/null <<EOF
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: otel-collector}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app.kubernetes.io/name: otel-collector}}
-  template:
-    metadata: {labels: {app.kubernetes.io/name: otel-collector}}
-    spec:
-      automountServiceAccountToken: false
-      containers:
-        - name: sink
-          image: plantstore.test/otlp-sink:1
-          imagePullPolicy: Never
-          args: [-addr, ":4318"]
-          ports: [{name: otlp-http, containerPort: 4318}]
-          readinessProbe: {httpGet: {path: /stats, port: 4318}, periodSeconds: 2}
-          $SECURE
----
-apiVersion: v1
-kind: Service
-metadata: {name: otel-collector}
-spec:
-  selector: {app.kubernetes.io/name: otel-collector}
-  ports: [{name: otlp-http, port: 4318, targetPort: 4318}]
-EOF
+stage "Jaeger and the OpenTelemetry Collector ($OBS_NS), plantstore with ServiceMonitor, PrometheusRule and tracing to the Collector"
+observability_up
 restricted_ns "$APP_NS"
 # Two clients: the load's, unlimited (the first raw token, which k8s-load
 # uses), and one held to 1 request a second, so that the dashboard's
 # rate-limit panel has 429s to show.
 load_token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') limited_token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-# The sink is the webhook subscriber too (a ClusterIP: allowed explicitly).
+# The webhook subscriber is a ClusterIP: allowed explicitly.
 whsec=whsec_$(head -c 24 /dev/urandom | base64)
 t=$SECONDS
 # The labels a kube-prometheus-stack user sets (ci/full-values.yaml); the
 # classic buckets kept beside the native histograms (the latency SLO reads
-# them); tracing to the sink, sampling the chart's default 10%.
+# them); tracing to the Collector as the README says, sampling the chart's
+# default 10%.
 if helm install "$REL" "$CHART" -n "$APP_NS" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" \
   --set serviceMonitor.enabled=true --set serviceMonitor.labels.release=kube-prometheus-stack \
   --set serviceMonitor.scrapeClassicHistograms=true --set serviceMonitor.interval=5s --set serviceMonitor.scrapeTimeout=4s \
   --set prometheusRule.enabled=true --set prometheusRule.labels.release=kube-prometheus-stack \
-  --set otel.endpoint=http://otel-collector.$OBS_NS.svc:4318 \
+  --set otel.endpoint=http://otel-collector.observability:4318 \
   --set-string "auth.tokens[0]=$load_token name=load" --set-string "auth.tokens[1]=$limited_token name=limited rate=1/s burst=1" \
-  --set-string "webhooks.subscribers[0]=http://otel-collector.$OBS_NS.svc:4318/hooks/plantstore $whsec" --set "webhooks.allowCIDRs={10.96.0.0/16}" \
-  --wait --timeout 240s >"$CLUSTER_DIR/logs/install-$APP_NS.log" 2>&1 &&
-  kubectl rollout status -n "$OBS_NS" deployment/otel-collector --timeout=60s >/dev/null; then
-  pass "plantstore (ServiceMonitor, PrometheusRule, OTLP to the sink) and the sink Ready in $((SECONDS - t))s"
+  --set-string "webhooks.subscribers[0]=http://webhook-receiver.$OBS_NS.svc:8080/hooks/plantstore $whsec" --set "webhooks.allowCIDRs={10.96.0.0/16}" \
+  --wait --timeout 240s >"$CLUSTER_DIR/logs/install-$APP_NS.log" 2>&1; then
+  pass "plantstore (ServiceMonitor, PrometheusRule, OTLP to otel-collector.observability:4318) Ready in $((SECONDS - t))s"
 else
   fail "helm install with serviceMonitor, prometheusRule and otel"; tail -n 20 "$CLUSTER_DIR/logs/install-$APP_NS.log"
 fi
@@ -208,23 +182,19 @@ ex=$(curl -fsS --get --data-urlencode 'query={__name__=~"plantstore_http_request
 ex_total=$(jq '[.data[].exemplars[]] | length' <<<"$ex")
 ex_by_name=$(jq -c '[.data[] | {n: .seriesLabels.__name__, c: (.exemplars | length)}] | group_by(.n) | map({(.[0].n): (map(.c) | add)}) | add // {}' <<<"$ex")
 ex_bad=$(jq '[.data[].exemplars[] | select((.labels.trace_id // "") | test("^[0-9a-f]{32}$") | not)] | length' <<<"$ex")
-# Up to 20 of the trace ids, of exemplars older than the exporter's batch
-# delay (5 s) and then some: those spans must have reached the collector.
+# Up to 20 of the trace ids, of exemplars older than the SDK's export delay
+# (5 s) and the Collector's batch, and then some: Jaeger must have them.
 ids=$(jq -r --argjson before "$(($(date +%s) - 12))" '[.data[].exemplars[] | select(.timestamp <= $before) | .labels.trace_id] | unique | .[:20] | join(" ")' <<<"$ex")
-received=$(client "$OBS_NS" trace-lookup '
-n=0; for id in '"$ids"'; do
-  [ "$(curl -s -o /dev/null -w "%{http_code}" http://otel-collector:4318/traces/$id)" = 200 ] && n=$((n + 1))
-done
-echo "$n $(curl -s http://otel-collector:4318/stats)"')
-looked=$(wc -w <<<"$ids") rcv=${received%% *}
-[[ $rcv =~ ^[0-9]+$ ]] || rcv=0
-echo "exemplars by series name: $ex_by_name; the sink: ${received#* }"
+# shellcheck disable=SC2086
+rcv=$(jaeger_found $ids) looked=$(wc -w <<<"$ids")
+TRACING_EXEMPLARS=$rcv/$looked # 65-tracing.sh's figures repeat it
+echo "exemplars by series name: $ex_by_name"
 if ((ex_total > 0 && ex_bad == 0 && rcv == looked && looked > 0)); then
-  pass "exemplars: $ex_total from /api/v1/query_exemplars, every trace_id 32 hex digits; $looked of $looked looked up were received by the collector"
+  pass "exemplars: $ex_total from /api/v1/query_exemplars, every trace_id 32 hex digits; $looked of $looked looked up are traces in Jaeger (metric -> trace)"
 else
-  fail "exemplars: $ex_total, $ex_bad malformed, $rcv of $looked received by the collector"
+  fail "exemplars: $ex_total, $ex_bad malformed, $rcv of $looked are traces in Jaeger"
 fi
-figures "prometheus-ingest targets_up=$up native_rate_plants=$native_rate native_buckets=$buckets classic_bucket_series=$classic exemplars=$ex_total exemplars_by_name=$ex_by_name"
+figures "prometheus-ingest targets_up=$up native_rate_plants=$native_rate native_buckets=$buckets classic_bucket_series=$classic exemplars=$ex_total exemplars_by_name=$ex_by_name exemplar_traces=$TRACING_EXEMPLARS"
 
 stage "Redis down under load: PlantstoreStoreUnavailable pending -> firing -> resolved"
 alert=PlantstoreStoreUnavailable
@@ -309,7 +279,7 @@ prometheus_resolved() {
   figures "prometheus-resolved alert=$alert resolved_after_ready_s=$resolved_s"
   kill "$pf_pid" 2>/dev/null || true
   kubectl delete prometheus -n "$PROM_NS" plantstore --wait=false >/dev/null 2>&1 || true
-  kubectl delete namespace "$APP_NS" "$OBS_NS" "$PROM_NS" --wait=false >/dev/null
+  kubectl delete namespace "$APP_NS" "$PROM_NS" --wait=false >/dev/null
   kubectl delete clusterrole,clusterrolebinding prometheus prometheus-operator --ignore-not-found >/dev/null
   kubectl delete service,endpoints -n kube-system kubelet --ignore-not-found >/dev/null
 }

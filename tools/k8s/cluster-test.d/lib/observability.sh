@@ -1,0 +1,182 @@
+# shellcheck shell=bash
+# Namespace observability as a user runs it beside plantstore, for the
+# scenarios that trace (60-prometheus.sh, 65-tracing.sh; whichever runs
+# first brings it up, and it goes after the last scenario):
+#
+#   jaeger               Jaeger v2 (tools/k8s/jaeger: its config.yaml, the
+#                        binary of its module), traces in memory; OTLP on
+#                        4317, the query API on 16686
+#   otel-collector       the OpenTelemetry Collector (tools/k8s/otelcol) with
+#                        the chart's charts/plantstore/files/otel-collector.yaml,
+#                        at the address the chart's README names
+#                        (otel.endpoint=http://otel-collector.observability:4318)
+#   otel-collector-tail  the same with the tail-sampling recipe merged in
+#                        (files/otel-collector-tail-sampling.yaml)
+#   webhook-receiver     a webhook subscriber that answers 204
+#                        (cmd/k8s-otlp-sink, in its webhook role only)
+#
+# Sets JAEGER, the query API through a port-forward from the host. Sourced
+# by the scenarios, whose harness (tools/k8s/cluster-test.sh) it uses.
+
+OBS_NS=observability
+OBS_UP=${OBS_UP:-0}
+JAEGER=${JAEGER:-}
+
+# collector_manifest NAME CONFIG...: Deployment and Service NAME running the
+# Collector with the given files of ConfigMap otel-collector-config, merged
+# in order.
+collector_manifest() {
+  local name=$1 args='' f; shift
+  for f in "$@"; do args+="\"--config=/conf/$f\", "; done
+  cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: $name}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app.kubernetes.io/name: $name}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: $name}}
+    spec:
+      serviceAccountName: otel-collector
+      containers:
+        - name: otelcol
+          image: plantstore.test/otelcol:1
+          imagePullPolicy: Never
+          args: [${args%, }]
+          ports: [{name: otlp-grpc, containerPort: 4317}, {name: otlp-http, containerPort: 4318}]
+          readinessProbe: {httpGet: {path: /, port: 13133}, periodSeconds: 2}
+          # memory_limiter's percentages are of this limit.
+          resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 512Mi}}
+          $SECURE
+          volumeMounts: [{name: conf, mountPath: /conf, readOnly: true}]
+      volumes: [{name: conf, configMap: {name: otel-collector-config}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: $name}
+spec:
+  selector: {app.kubernetes.io/name: $name}
+  ports: [{name: otlp-grpc, port: 4317, targetPort: 4317}, {name: otlp-http, port: 4318, targetPort: 4318}]
+---
+EOF
+}
+
+observability_up() {
+  ((OBS_UP)) && return 0
+  local t=$SECONDS
+  restricted_ns "$OBS_NS"
+  kubectl create configmap -n "$OBS_NS" otel-collector-config \
+    --from-file="$CHART/files/otel-collector.yaml" --from-file="$CHART/files/otel-collector-tail-sampling.yaml" >/dev/null
+  kubectl create configmap -n "$OBS_NS" jaeger-config --from-file=config.yaml="$TOOLS_MOD/jaeger/config.yaml" >/dev/null
+  {
+    # What k8sattributes reads (its documented RBAC).
+    cat <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: otel-collector, namespace: $OBS_NS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: otel-collector}
+rules:
+  - {apiGroups: [""], resources: [pods, namespaces], verbs: [get, list, watch]}
+  - {apiGroups: [apps], resources: [replicasets], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: otel-collector}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: otel-collector}
+subjects: [{kind: ServiceAccount, name: otel-collector, namespace: $OBS_NS}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: jaeger, namespace: $OBS_NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app.kubernetes.io/name: jaeger}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: jaeger}}
+    spec:
+      automountServiceAccountToken: false
+      containers:
+        - name: jaeger
+          image: plantstore.test/jaeger:1
+          imagePullPolicy: Never
+          args: [--config=/conf/config.yaml]
+          ports: [{name: otlp-grpc, containerPort: 4317}, {name: query-http, containerPort: 16686}]
+          readinessProbe: {httpGet: {path: /status, port: 13133}, periodSeconds: 2}
+          resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 1Gi}}
+          $SECURE
+          volumeMounts: [{name: conf, mountPath: /conf, readOnly: true}]
+      volumes: [{name: conf, configMap: {name: jaeger-config}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: jaeger, namespace: $OBS_NS}
+spec:
+  selector: {app.kubernetes.io/name: jaeger}
+  ports: [{name: otlp-grpc, port: 4317, targetPort: 4317}, {name: query-http, port: 16686, targetPort: 16686}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: webhook-receiver, namespace: $OBS_NS}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app.kubernetes.io/name: webhook-receiver}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: webhook-receiver}}
+    spec:
+      automountServiceAccountToken: false
+      containers:
+        - name: receiver
+          image: plantstore.test/otlp-sink:1
+          imagePullPolicy: Never
+          args: [-addr, ":8080"]
+          ports: [{name: http, containerPort: 8080}]
+          readinessProbe: {httpGet: {path: /stats, port: 8080}, periodSeconds: 2}
+          $SECURE
+---
+apiVersion: v1
+kind: Service
+metadata: {name: webhook-receiver, namespace: $OBS_NS}
+spec:
+  selector: {app.kubernetes.io/name: webhook-receiver}
+  ports: [{name: http, port: 8080, targetPort: 8080}]
+---
+EOF
+    collector_manifest otel-collector otel-collector.yaml
+    collector_manifest otel-collector-tail otel-collector.yaml otel-collector-tail-sampling.yaml
+  } | kubectl apply -n "$OBS_NS" -f - >"$CLUSTER_DIR/logs/observability-apply.log" 2>&1 ||
+    { fail "applying namespace $OBS_NS"; tail -n 5 "$CLUSTER_DIR/logs/observability-apply.log"; return 1; }
+  local d ok=1
+  for d in jaeger otel-collector otel-collector-tail webhook-receiver; do
+    kubectl rollout status -n "$OBS_NS" "deployment/$d" --timeout=120s >/dev/null ||
+      { ok=0; fail "$OBS_NS/$d not Ready"; kubectl logs -n "$OBS_NS" "deployment/$d" --tail=20 || true; }
+  done
+  ((ok)) && pass "Jaeger, the Collector (plain and tail-sampling) and a webhook receiver Ready in $OBS_NS in $((SECONDS - t))s"
+  kubectl port-forward -n "$OBS_NS" svc/jaeger :16686 >"$CLUSTER_DIR/logs/jaeger-port-forward.log" 2>&1 &
+  OBS_PF_PID=$!
+  for _ in $(seq 50); do grep -q 'Forwarding from 127.0.0.1:' "$CLUSTER_DIR/logs/jaeger-port-forward.log" && break; sleep 0.2; done
+  JAEGER=http://127.0.0.1:$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\).*/\1/p' "$CLUSTER_DIR/logs/jaeger-port-forward.log" | head -n 1)
+  OBS_UP=1
+  later observability_down
+}
+
+observability_down() {
+  kill "$OBS_PF_PID" 2>/dev/null || true
+  kubectl delete namespace "$OBS_NS" --wait=false >/dev/null 2>&1 || true
+  kubectl delete clusterrole,clusterrolebinding otel-collector --ignore-not-found >/dev/null
+}
+
+# jaeger_trace ID: the trace as Jaeger's API v3 returns it (OTLP JSON under
+# .result), {} when Jaeger has none.
+jaeger_trace() { curl -fs "$JAEGER/api/v3/traces/$1" || echo '{}'; }
+
+# jaeger_found ID...: how many of the trace ids Jaeger has (one curl, one
+# connection through the port-forward: an outage leaves thousands to look up).
+jaeger_found() {
+  (($#)) || { echo 0; return; }
+  printf 'url = "%s"\noutput = "/dev/null"\n' "${@/#/$JAEGER/api/v3/traces/}" |
+    curl -s --max-time 10 -w '%{http_code}\n' -K - 2>/dev/null | grep -c '^200$' || true
+}
