@@ -173,10 +173,45 @@ observability_down() {
 # .result), {} when Jaeger has none.
 jaeger_trace() { curl -fs "$JAEGER/api/v3/traces/$1" || echo '{}'; }
 
-# jaeger_found ID...: how many of the trace ids Jaeger has (one curl, one
-# connection through the port-forward: an outage leaves thousands to look up).
+# jaeger_missing ID...: the trace ids Jaeger does not have, one a line (one
+# curl, one connection through the port-forward: an outage leaves thousands
+# to look up). Only a 404 is missing: a lookup that failed on the way (the
+# port-forward, a timeout, a 5xx, no answer at all) is asked again, up to
+# three times, each retry a line in the log jaeger_retries counts; after
+# that it is reported missing too.
+jaeger_retries_log() { echo "$CLUSTER_DIR/logs/jaeger-lookup-retries.log"; }
+jaeger_missing() {
+  local ids=("$@") try code url id retry
+  local -A answered
+  for try in 1 2 3; do
+    ((${#ids[@]})) || return 0
+    answered=() retry=()
+    while read -r code url; do
+      answered[${url##*/}]=$code
+    done < <(printf 'url = "%s"\noutput = "/dev/null"\n' "${ids[@]/#/$JAEGER/api/v3/traces/}" |
+      curl -s --max-time 10 -w '%{http_code} %{url_effective}\n' -K - 2>/dev/null || true)
+    for id in "${ids[@]}"; do
+      case ${answered[$id]:-none} in
+        200) ;;
+        404) echo "$id" ;;
+        *) retry+=("$id") ;;
+      esac
+    done
+    ((${#retry[@]})) || return 0
+    if ((try < 3)); then
+      for id in "${retry[@]}"; do echo "$id ${answered[$id]:-none}"; done >>"$(jaeger_retries_log)"
+    else
+      printf '%s\n' "${retry[@]}"
+    fi
+    ids=("${retry[@]}")
+  done
+}
+
+# jaeger_retries: how many lookups were asked again so far.
+jaeger_retries() { { cat "$(jaeger_retries_log)" 2>/dev/null || true; } | grep -c . || true; }
+
+# jaeger_found ID...: how many of the trace ids Jaeger has.
 jaeger_found() {
   (($#)) || { echo 0; return; }
-  printf 'url = "%s"\noutput = "/dev/null"\n' "${@/#/$JAEGER/api/v3/traces/}" |
-    curl -s --max-time 10 -w '%{http_code}\n' -K - 2>/dev/null | grep -c '^200$' || true
+  echo $(($# - $(jaeger_missing "$@" | grep -c . || true)))
 }
