@@ -243,19 +243,20 @@ head_errs=$(access_lines "$TR_HEAD" "$out_from" | jq -r 'select(.status == 503) 
 on_503=$(jq '.Codes["503"] // 0' <<<"$on_out") head_503=$(jq '.Codes["503"] // 0' <<<"$head_out")
 on_lines=$(wc -w <<<"$on_errs") head_lines=$(wc -w <<<"$head_errs")
 # The Collector decides a trace decision_wait (10s) after its first span,
-# which the SDK sends within 5s: poll the ones still missing until none is,
-# or until none has come for 9 s once every decision is due.
-t=$SECONDS on_missing=$on_errs missing_n=$on_lines prev=-1 same_since=$SECONDS
-while ((SECONDS - t < 45)); do
+# which the SDK sends within its 5s schedule: every decision is due 20s
+# after the load. Look the 503s up from then (a trace looked up before its
+# decision reads as missing), then ask again for any still missing, every
+# 3s for up to 30s.
+((SECONDS < t_end + 20)) && sleep $((t_end + 20 - SECONDS))
+# shellcheck disable=SC2086
+on_missing=$(jaeger_missing $on_errs)
+t=$SECONDS
+while [[ -n $on_missing ]] && ((SECONDS - t < 30)); do
+  sleep 3
   # shellcheck disable=SC2086
   on_missing=$(jaeger_missing $on_missing)
-  missing_n=$(grep -c . <<<"$on_missing" || true)
-  ((missing_n == 0)) && break
-  ((missing_n != prev)) && same_since=$SECONDS
-  ((SECONDS - t_end > 20 && SECONDS - same_since >= 9)) && break
-  prev=$missing_n
-  sleep 3
 done
+missing_n=$(grep -c . <<<"$on_missing" || true)
 on_kept=$((on_lines - missing_n))
 found_s=$((SECONDS - t_end))
 # shellcheck disable=SC2086

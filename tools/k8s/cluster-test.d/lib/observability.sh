@@ -174,8 +174,8 @@ observability_down() {
 jaeger_trace() { curl -fs "$JAEGER/api/v3/traces/$1" || echo '{}'; }
 
 # jaeger_missing ID...: the trace ids Jaeger does not have, one a line (one
-# curl, one connection through the port-forward: an outage leaves thousands
-# to look up). Only a 404 is missing: a lookup that failed on the way (the
+# curl, eight lookups at a time through the port-forward: an outage leaves
+# thousands to look up). Only a 404 is missing: a lookup that failed on the way (the
 # port-forward, a timeout, a 5xx, no answer at all) is asked again, up to
 # three times, each retry a line in the log jaeger_retries counts; after
 # that it is reported missing too.
@@ -189,7 +189,7 @@ jaeger_missing() {
     while read -r code url; do
       answered[${url##*/}]=$code
     done < <(printf 'url = "%s"\noutput = "/dev/null"\n' "${ids[@]/#/$JAEGER/api/v3/traces/}" |
-      curl -s --max-time 10 -w '%{http_code} %{url_effective}\n' -K - 2>/dev/null || true)
+      curl -s -Z --parallel-max 8 --max-time 10 -w '%{http_code} %{url_effective}\n' -K - 2>/dev/null || true)
     for id in "${ids[@]}"; do
       case ${answered[$id]:-none} in
         200) ;;
