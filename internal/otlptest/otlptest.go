@@ -1,7 +1,7 @@
 // Package otlptest is the OTLP/HTTP trace receiver that stands where a
-// user's OpenTelemetry Collector would: the end-to-end and telemetry tests
-// point the service's exporter at it, and the test cluster's sink
-// (tools/k8s/cmd/k8s-otlp-sink) is a thin main around it. It decodes every
+// user's OpenTelemetry Collector would for the end-to-end and telemetry
+// tests, which point the service's exporter at it (the test cluster runs a
+// real Collector and Jaeger instead). It decodes every
 // export with the OTLP protobuf types (go.opentelemetry.io/proto/otlp), so a
 // malformed export is refused as a collector would refuse it. The load
 // harness's sink (tools/bench) only counts bytes: decoding costs CPU on the

@@ -18,10 +18,10 @@
 #   plantstore.test/jaeger:1, plantstore.test/otelcol:1
 #                                Jaeger v2 and an OpenTelemetry Collector, from
 #                                their modules (tools/k8s/jaeger, tools/k8s/otelcol)
-#   plantstore.test/otlp-sink:1  the scenarios' webhook subscriber (cmd/k8s-otlp-sink)
+#   plantstore.test/webhook-receiver:1  the scenarios' webhook subscriber (cmd/k8s-webhook-receiver)
 #
 # Usage: tools/k8s/images.sh OUTDIR BINDIR
-#   BINDIR holds the static k8s-pause, k8s-load and k8s-otlp-sink binaries and
+#   BINDIR holds the static k8s-pause, k8s-load and k8s-webhook-receiver binaries and
 #   the static prometheus, prometheus-operator, prometheus-config-reloader,
 #   jaeger and otelcol.
 # Needs root and buildah, busybox-static, redis-server and curl from Debian
@@ -146,7 +146,7 @@ for t in jaeger otelcol; do
   image "plantstore.test/$t:1" "$r" 10001:10001 "[\"/$t\"]"
 done
 
-r=$work/otlp-sink
+r=$work/webhook-receiver
 users "$r" nonroot 65532
-install -m 0755 "$BINDIR/k8s-otlp-sink" "$r/k8s-otlp-sink"
-image plantstore.test/otlp-sink:1 "$r" 65532:65532 '["/k8s-otlp-sink"]'
+install -m 0755 "$BINDIR/k8s-webhook-receiver" "$r/k8s-webhook-receiver"
+image plantstore.test/webhook-receiver:1 "$r" 65532:65532 '["/k8s-webhook-receiver"]'

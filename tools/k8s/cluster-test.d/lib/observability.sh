@@ -13,7 +13,7 @@
 #   otel-collector-tail  the same with the tail-sampling recipe merged in
 #                        (files/otel-collector-tail-sampling.yaml)
 #   webhook-receiver     a webhook subscriber that answers 204
-#                        (cmd/k8s-otlp-sink, in its webhook role only)
+#                        (cmd/k8s-webhook-receiver)
 #
 # Sets JAEGER, the query API through a port-forward from the host. Sourced
 # by the scenarios, whose harness (tools/k8s/cluster-test.sh) it uses.
@@ -130,7 +130,7 @@ spec:
       automountServiceAccountToken: false
       containers:
         - name: receiver
-          image: plantstore.test/otlp-sink:1
+          image: plantstore.test/webhook-receiver:1
           imagePullPolicy: Never
           args: [-addr, ":8080"]
           ports: [{name: http, containerPort: 8080}]
