@@ -48,8 +48,9 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 // NewTracing builds tracing from the standard OTEL_* environment only:
 // OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER (otlp or none),
 // OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _PROTOCOL (http/protobuf or grpc),
-// _HEADERS, _TIMEOUT, OTEL_TRACES_SAMPLER[_ARG], OTEL_RESOURCE_ATTRIBUTES and
-// OTEL_SERVICE_NAME. With no exporter endpoint set the provider is a no-op,
+// _HEADERS, _TIMEOUT, OTEL_TRACES_SAMPLER[_ARG] (see samplerFromEnv),
+// OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME. With no exporter endpoint
+// set the provider is a no-op,
 // so an unconfigured service pays almost nothing for its spans.
 // W3C trace context and baggage are always propagated.
 func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
@@ -71,12 +72,15 @@ func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
 		return t, nil
 	}
 
+	sampler, err := samplerFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	protocol := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 	if protocol == "" {
 		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
 	var exporter sdktrace.SpanExporter
-	var err error
 	switch protocol {
 	case "", "http/protobuf":
 		exporter, err = otlptracehttp.New(ctx)
@@ -103,11 +107,15 @@ func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the trace resource: %w", err)
 	}
-	// The sampler comes from OTEL_TRACES_SAMPLER, and the batch processor's
-	// settings from OTEL_BSP_*: the SDK reads them itself. Ended spans reach
-	// the batch processor in bursts (see coalescing).
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newCoalescing(newBatchProcessor(exporter))), sdktrace.WithResource(res),
-		sdktrace.WithIDGenerator(idGenerator{}))
+	// The batch processor's settings come from OTEL_BSP_*, which the SDK
+	// reads itself; the sampler from OTEL_TRACES_SAMPLER (samplerFromEnv).
+	// Ended spans reach the batch processor in bursts (see coalescing).
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(newCoalescing(newBatchProcessor(exporter))),
+		sdktrace.WithResource(res), sdktrace.WithIDGenerator(idGenerator{})}
+	if sampler != nil {
+		opts = append(opts, sdktrace.WithSampler(sampler))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
 	t.Provider, t.Exporting, t.shutdown = tp, true, tp.Shutdown
 	return t, nil
 }
