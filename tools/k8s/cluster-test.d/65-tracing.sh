@@ -13,7 +13,8 @@
 # children and the pod's resource attributes (the pod's own k8s.pod.name,
 # namespace and node; k8sattributes' k8s.deployment.name); its webhook
 # delivery is a trace whose span link resolves to a span of the create's
-# trace; the trace_id of its access-log line is that trace. Then "traced"
+# trace; the trace_id of its access-log line is that trace; at the default
+# sampling, the delivery of a sampled create is traced too. Then "traced"
 # moves to the Collector with the tail-sampling recipe
 # (files/otel-collector-tail-sampling.yaml): the same load on both releases
 # at once gives what always_on costs the service (CPU seconds per request
@@ -184,6 +185,40 @@ else
   fail "access log -> trace: $log_hits of $log_looked lines (of ${#rids[@]} creates) lead to their trace"
 fi
 
+# At the chart's default sampling, a sampled create's delivery is sampled
+# with it: the ratio samplers sample a span that starts a trace when one of
+# its links is sampled. Five creates to $TR_HEAD with a sampled traceparent.
+declare -a hd_tids=() hd_plants=()
+script=''
+for i in 1 2 3 4 5; do
+  hd_tids+=("$(hex 16)") hd_plants+=("$((910000 + i))")
+  script+="curl -s -o /dev/null -w '%{http_code} ' -X POST http://$TR_HEAD:8080/plants -H 'Authorization: Bearer $tr_token' \
+-H 'Content-Type: application/json' -H 'traceparent: 00-${hd_tids[-1]}-$(hex 8)-01' \
+-d '{\"id\": ${hd_plants[-1]}, \"name\": \"traced\"}'
+"
+done
+hd_from=$(($(date +%s) - 5))
+echo "creates with a sampled traceparent to $TR_HEAD: $(client "$TR_NS" head-traced-creates "$script")"
+t=$SECONDS
+while :; do
+  deliveries=$(curl -fs --get --data-urlencode query.service_name=plantstore --data-urlencode "query.operation_name=webhook plant.created" \
+    --data-urlencode "query.start_time_min=$(rfc3339 "$hd_from")" --data-urlencode "query.start_time_max=$(rfc3339 $(($(date +%s) + 5)))" \
+    --data-urlencode query.num_traces=1000 "$JAEGER/api/v3/traces" || echo '{}')
+  head_links=0
+  for i in "${!hd_tids[@]}"; do
+    jq -e --arg id "${hd_plants[$i]}" --arg t "${hd_tids[$i]}" \
+      "$TR_JQ any(spans[]; client and (.attributes | attr(\"plant.id\")) == \$id and any(.links[]?; .traceId == \$t))" <<<"$deliveries" >/dev/null &&
+      head_links=$((head_links + 1))
+  done
+  ((head_links == ${#hd_tids[@]} || SECONDS - t > 30)) && break
+  sleep 2
+done
+if ((head_links == ${#hd_tids[@]})); then
+  pass "at the default sampling ($TR_HEAD): the webhook delivery of each sampled create traced, linked to its create's trace ($head_links of ${#hd_tids[@]})"
+else
+  fail "at the default sampling ($TR_HEAD): $head_links of ${#hd_tids[@]} sampled creates' deliveries traced with their link"
+fi
+
 stage "tracing: $TR_ON to the tail-sampling Collector; what always_on costs the service, under the same load as the default"
 t=$SECONDS
 if helm upgrade "$TR_ON" "$CHART" -n "$TR_NS" --reuse-values --set otel.endpoint=http://otel-collector-tail.observability:4318 \
@@ -287,5 +322,5 @@ if ((head_503 > 0 && head_kept > 0 && 2 * head_kept < head_lines)); then
 else
   fail "head sampling: $head_kept of $head_lines 503s' traces kept (the load counted $head_503)"
 fi
-figures "tracing spans=$found/$expected links=$links_ok/$links exemplar_traces=${TRACING_EXEMPLARS:-not-run} log_traces=$log_hits/$log_looked log_traces_head_sampling=$head_log_hits/$head_log_looked errors_kept_tail=$on_kept/$on_503 errors_kept_head=$head_kept/$head_503 rest_kept_tail=$on_ok_kept/$on_ok_looked lookup_retries=$(jaeger_retries) cost_cpu_per_request=$cost_cpu cost_p99=$cost_p99 scenario_s=$((SECONDS - tr_t0))"
+figures "tracing spans=$found/$expected links=$links_ok/$links links_head_sampling=$head_links/${#hd_tids[@]} exemplar_traces=${TRACING_EXEMPLARS:-not-run} log_traces=$log_hits/$log_looked log_traces_head_sampling=$head_log_hits/$head_log_looked errors_kept_tail=$on_kept/$on_503 errors_kept_head=$head_kept/$head_503 rest_kept_tail=$on_ok_kept/$on_ok_looked lookup_retries=$(jaeger_retries) cost_cpu_per_request=$cost_cpu cost_p99=$cost_p99 scenario_s=$((SECONDS - tr_t0))"
 kubectl delete namespace "$TR_NS" --wait=false >/dev/null
