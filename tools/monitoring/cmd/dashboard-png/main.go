@@ -2,8 +2,9 @@
 // dashboard from the series prom-check -dump took from a real Prometheus,
 // into one PNG: what the dashboard shows, where no Grafana can run (see
 // docs/validation.md). Stat panels show their value, time series panels
-// their lines with the target's legend; an outage window, if given, is
-// shaded in every time series panel.
+// their lines with the target's legend, and the exemplars prom-check dumped
+// as dots over them (each carries the trace_id Grafana links to Jaeger); an
+// outage window, if given, is shaded in every time series panel.
 //
 //	dashboard-png -in panels.json -out docs/dashboard-on-cluster.png [-outage START,END] [-title TEXT]
 //
@@ -39,15 +40,31 @@ type Dump struct {
 
 // Panel is one panel of the dump.
 type Panel struct {
-	Title  string
-	Type   string
-	Unit   string
-	Stat   *float64
-	Series []struct {
-		Legend string
-		Points [][2]float64
-	}
+	Title     string
+	Type      string
+	Unit      string
+	Stat      *float64
+	Series    []Series
+	Exemplars []Exemplar
 }
+
+// Series is one line of a panel.
+type Series struct {
+	Legend string
+	Points [][2]float64 // Unix seconds, value
+}
+
+// Exemplar is one exemplar of a panel: a dot that, in Grafana, links to
+// its trace in Jaeger.
+type Exemplar struct {
+	Time    float64 // Unix seconds
+	Value   float64
+	TraceID string
+}
+
+// exemplarColor is in none of plotutil's line colours, nor a grey of the
+// text, so that the dots stand out.
+var exemplarColor = color.NRGBA{R: 0x4b, G: 0x00, B: 0x82, A: 0xff}
 
 func main() {
 	in := flag.String("in", "", "prom-check -dump output")
@@ -201,6 +218,14 @@ func panelPlot(p Panel, d Dump, shade [2]float64) (*plot.Plot, error) {
 	pl.Add(plotter.NewGrid())
 	pl.Legend.Top, pl.Legend.Left = true, true
 	pl.Legend.TextStyle.Font.Size = 9
+	start, end := float64(d.Start.Unix()), float64(d.End.Unix())
+	// The exemplars in the range, scaled as the lines are.
+	var dots plotter.XYs
+	for _, e := range p.Exemplars {
+		if v := e.Value * factor; e.Time >= start && e.Time <= end && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			dots = append(dots, plotter.XY{X: e.Time, Y: v})
+		}
+	}
 	maxY := 0.0
 	for _, s := range p.Series {
 		for _, pt := range s.Points {
@@ -209,11 +234,13 @@ func panelPlot(p Panel, d Dump, shade [2]float64) (*plot.Plot, error) {
 			}
 		}
 	}
+	for _, xy := range dots { // a dot above the top would not be drawn
+		maxY = math.Max(maxY, xy.Y)
+	}
 	top := 1.0
 	if maxY > 0 {
 		top = maxY * 1.4 // room for the legend
 	}
-	start, end := float64(d.Start.Unix()), float64(d.End.Unix())
 	if shade[1] > shade[0] {
 		poly, err := plotter.NewPolygon(plotter.XYs{{X: shade[0], Y: 0}, {X: shade[1], Y: 0}, {X: shade[1], Y: top}, {X: shade[0], Y: top}})
 		if err != nil {
@@ -245,6 +272,15 @@ func panelPlot(p Panel, d Dump, shade [2]float64) (*plot.Plot, error) {
 		line.Width = vg.Points(1.3)
 		pl.Add(line)
 		pl.Legend.Add(s.Legend, line)
+	}
+	if len(dots) > 0 { // added last: drawn over the lines
+		sc, err := plotter.NewScatter(dots)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: exemplarColor, Shape: draw.CircleGlyph{}, Radius: vg.Points(2.5)}
+		pl.Add(sc)
+		pl.Legend.Add("exemplars (trace_id → Jaeger)", sc)
 	}
 	pl.X.Min, pl.X.Max = start, end
 	pl.Y.Min, pl.Y.Max = 0, top

@@ -13,7 +13,8 @@
 //     rule's expression evaluates;
 //
 // and with -dump writes the series of the dashboard's main panels over the
-// range as JSON, for dashboard-png to draw.
+// range as JSON, for dashboard-png to draw, with the exemplars (trace_id)
+// of the targets that show them in Grafana.
 //
 //	prom-check -prometheus http://127.0.0.1:9090 -rules prometheus-rules.yaml \
 //	  -dashboard grafana-dashboard.json -start 1700000000 [-end ...] [-dump panels.json]
@@ -310,17 +311,26 @@ type Dump struct {
 
 // DumpPanel is one panel: a time series, or a stat (one value).
 type DumpPanel struct {
-	Title  string
-	Type   string
-	Unit   string
-	Stat   *float64     `json:",omitempty"`
-	Series []DumpSeries `json:",omitempty"`
+	Title     string
+	Type      string
+	Unit      string
+	Stat      *float64       `json:",omitempty"`
+	Series    []DumpSeries   `json:",omitempty"`
+	Exemplars []DumpExemplar `json:",omitempty"`
 }
 
 // DumpSeries is one line of a panel, named by the target's legend.
 type DumpSeries struct {
 	Legend string
 	Points [][2]float64 // Unix seconds, value
+}
+
+// DumpExemplar is one exemplar of a panel's targets: the dot Grafana draws
+// on the panel, which links to the trace in Jaeger.
+type DumpExemplar struct {
+	Time    float64 // Unix seconds
+	Value   float64
+	TraceID string
 }
 
 // rawPanel is the part of a panel the dump needs beyond monitoring.Panel.
@@ -336,6 +346,7 @@ type rawPanel struct {
 		RefID        string `json:"refId"`
 		Expr         string `json:"expr"`
 		LegendFormat string `json:"legendFormat"`
+		Exemplar     bool   `json:"exemplar"`
 	} `json:"targets"`
 	Panels []rawPanel `json:"panels"`
 }
@@ -410,8 +421,16 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 				}
 				dp.Series = append(dp.Series, ds)
 			}
+			if t.Exemplar {
+				es, err := c.api.queryExemplars(ctx, text, c.o.start, c.o.end)
+				if err != nil {
+					return fmt.Errorf("dump: exemplars of %q target %s: %w", p.Title, t.RefID, err)
+				}
+				dp.Exemplars = append(dp.Exemplars, c.dumpExemplars(es)...)
+			}
 		}
 		sort.Slice(dp.Series, func(i, j int) bool { return dp.Series[i].Legend < dp.Series[j].Legend })
+		dp.Exemplars = uniqueExemplars(dp.Exemplars)
 		out.Panels = append(out.Panels, dp)
 	}
 	f, err := os.Create(c.o.dump)
@@ -425,6 +444,46 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 		return err
 	}
 	return f.Close()
+}
+
+// dumpExemplars keeps the exemplars in the range that name a trace: only
+// those lead from the panel to Jaeger.
+func (c *checker) dumpExemplars(es []exemplarSeries) []DumpExemplar {
+	start, end := float64(c.o.start.UnixMilli())/1000, float64(c.o.end.UnixMilli())/1000
+	var out []DumpExemplar
+	for _, s := range es {
+		for _, e := range s.Exemplars {
+			id := e.Labels["trace_id"]
+			if id == "" || e.Timestamp < start || e.Timestamp > end {
+				continue
+			}
+			if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) { // no JSON for them
+				continue
+			}
+			out = append(out, DumpExemplar{Time: e.Timestamp, Value: e.Value, TraceID: id})
+		}
+	}
+	return out
+}
+
+// uniqueExemplars sorts the exemplars by time and keeps the first of each
+// trace: one trace shows up once per series and per target that saw it.
+func uniqueExemplars(es []DumpExemplar) []DumpExemplar {
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].Time != es[j].Time {
+			return es[i].Time < es[j].Time
+		}
+		return es[i].TraceID < es[j].TraceID
+	})
+	seen := map[string]bool{}
+	out := es[:0]
+	for _, e := range es {
+		if !seen[e.TraceID] {
+			seen[e.TraceID] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -448,6 +507,19 @@ type series struct {
 	Values     [][2]float64      `json:"-"`
 	RawValues  [][2]any          `json:"values"`
 	Histograms []json.RawMessage `json:"histograms"`
+}
+
+// exemplarSeries is one series of a query_exemplars result.
+type exemplarSeries struct {
+	SeriesLabels map[string]string `json:"seriesLabels"`
+	Exemplars    []exemplar        `json:"exemplars"`
+}
+
+type exemplar struct {
+	Labels    map[string]string `json:"labels"`
+	Value     float64           `json:"-"`
+	RawValue  string            `json:"value"`
+	Timestamp float64           `json:"timestamp"` // Unix seconds
 }
 
 // sample is one sample of a vector (query) result.
@@ -527,6 +599,26 @@ func (a *api) queryRange(ctx context.Context, q string, start, end time.Time, st
 		}
 	}
 	return data.Result, nil
+}
+
+// queryExemplars returns the exemplars of the selectors inside q over the
+// range.
+func (a *api) queryExemplars(ctx context.Context, q string, start, end time.Time) ([]exemplarSeries, error) {
+	var data []exemplarSeries
+	if err := a.get(ctx, "/api/v1/query_exemplars", url.Values{"query": {q}, "start": {unix(start)}, "end": {unix(end)}}, &data); err != nil {
+		return nil, err // get names the path already
+	}
+	for i := range data {
+		for j := range data[i].Exemplars {
+			e := &data[i].Exemplars[j]
+			f, err := strconv.ParseFloat(e.RawValue, 64)
+			if err != nil {
+				return nil, fmt.Errorf("exemplar value %q: %w", e.RawValue, err)
+			}
+			e.Value = f
+		}
+	}
+	return data, nil
 }
 
 func (a *api) query(ctx context.Context, q string, at time.Time) ([]sample, error) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,9 +47,29 @@ func TestAllRegex(t *testing.T) {
 	}
 }
 
-// fakePrometheus answers the API calls the checker makes; emptyQuery names
-// the queries (substrings) that return no data.
+// fakePrometheus answers the API calls the checker and the dump make;
+// emptyQuery names the queries (substrings) that return no data.
 func fakePrometheus(t *testing.T, emptyQuery string, recorded []string, health string) *httptest.Server {
+	// exemplars answers every exemplar query, for the range 1700000000 to
+	// 1700000600: t1 twice (in two buckets' series), t2, one after the range
+	// and one without a trace.
+	exemplars := []any{
+		map[string]any{
+			"seriesLabels": map[string]string{"__name__": "plantstore_http_request_duration_seconds_bucket", "le": "0.025"},
+			"exemplars": []any{
+				map[string]any{"labels": map[string]string{"trace_id": "t2"}, "value": "0.25", "timestamp": 1700000300.5},
+				map[string]any{"labels": map[string]string{"trace_id": "t1"}, "value": "0.0123", "timestamp": 1700000100.25},
+				map[string]any{"labels": map[string]string{"trace_id": "late"}, "value": "0.5", "timestamp": 1700000900.0},
+				map[string]any{"labels": map[string]string{"span_id": "s1"}, "value": "0.1", "timestamp": 1700000200.0},
+			},
+		},
+		map[string]any{
+			"seriesLabels": map[string]string{"__name__": "plantstore_http_request_duration_seconds_bucket", "le": "0.05"},
+			"exemplars": []any{
+				map[string]any{"labels": map[string]string{"trace_id": "t1"}, "value": "0.0123", "timestamp": 1700000100.25},
+			},
+		},
+	}
 	reply := func(w http.ResponseWriter, data any) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
 	}
@@ -72,6 +93,13 @@ func fakePrometheus(t *testing.T, emptyQuery string, recorded []string, health s
 			}})
 		case r.URL.Path == "/api/v1/query":
 			reply(w, map[string]any{"resultType": "vector", "result": []any{}})
+		case r.URL.Path == "/api/v1/query_exemplars":
+			q := r.URL.Query()
+			if strings.Contains(q.Get("query"), "$") || !strings.Contains(q.Get("query"), `instance=~"(10\\.88\\.0\\.5:9090)"`) ||
+				q.Get("start") == "" || q.Get("end") == "" {
+				t.Errorf("exemplar query without the variables filled in or the range: %s", r.URL.RawQuery)
+			}
+			reply(w, exemplars)
 		case r.URL.Path == "/api/v1/rules":
 			var rules []map[string]string
 			for _, n := range recorded {
@@ -126,7 +154,8 @@ func TestChecker(t *testing.T) {
 }
 
 // TestDump: -dump writes every main panel, with the legends filled in from
-// the series' labels.
+// the series' labels, and the exemplars of the targets with exemplar: true
+// (the latency panel): in the range, with a trace, once each, by time.
 func TestDump(t *testing.T) {
 	rules, err := monitoring.LoadRules(chartFile(t, "prometheus-rules.yaml"))
 	if err != nil {
@@ -160,5 +189,41 @@ func TestDump(t *testing.T) {
 		if p.Type == "timeseries" && (len(p.Series) == 0 || strings.Contains(p.Series[0].Legend, "{{")) {
 			t.Errorf("panel %q: series %+v, want legends filled in", p.Title, p.Series)
 		}
+		var want []DumpExemplar
+		if mainPanels[i].prefix == "Request latency p50 / p90 / p99" {
+			want = []DumpExemplar{{Time: 1700000100.25, Value: 0.0123, TraceID: "t1"}, {Time: 1700000300.5, Value: 0.25, TraceID: "t2"}}
+		}
+		if !slices.Equal(p.Exemplars, want) {
+			t.Errorf("panel %q: exemplars %+v, want %+v", p.Title, p.Exemplars, want)
+		}
+	}
+}
+
+// TestDumpExemplarError: a failing exemplar query fails the dump, as the
+// other queries do.
+func TestDumpExemplarError(t *testing.T) {
+	rules, err := monitoring.LoadRules(chartFile(t, "prometheus-rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := fakePrometheus(t, "", append(rules.Recorded, rules.Alerts...), "ok")
+	defer fake.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/query_exemplars" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(map[string]any{"status": "error", "errorType": "unavailable", "error": "exemplar storage disabled"})
+			return
+		}
+		fake.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c := &checker{api: &api{base: srv.URL, http: srv.Client()}, o: options{
+		rules: chartFile(t, "prometheus-rules.yaml"), dashboard: chartFile(t, "grafana-dashboard.json"),
+		start: time.Unix(1700000000, 0), end: time.Unix(1700000600, 0), step: 5 * time.Second, rateInterval: "1m",
+		dump: filepath.Join(t.TempDir(), "panels.json"),
+	}}
+	err = c.run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "exemplar storage disabled") {
+		t.Fatalf("run: %v, want the exemplar query's error", err)
 	}
 }
