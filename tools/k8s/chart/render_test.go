@@ -12,9 +12,9 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/cli/values"
 	"helm.sh/helm/v3/pkg/getter"
-	"helm.sh/helm/v3/pkg/cli"
 	kubefake "helm.sh/helm/v3/pkg/kube/fake"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage"
@@ -47,8 +47,8 @@ type object struct {
 	Obj    map[string]any
 }
 
-func (o object) Kind() string { s, _ := o.Obj["kind"].(string); return s }
-func (o object) Name() string { return str(o.Obj, "metadata", "name") }
+func (o object) Kind() string   { s, _ := o.Obj["kind"].(string); return s }
+func (o object) Name() string   { return str(o.Obj, "metadata", "name") }
 func (o object) String() string { return o.Kind() + "/" + o.Name() + " (" + o.Source + ")" }
 
 // rendered is a whole render: the release's objects, hooks included, in
