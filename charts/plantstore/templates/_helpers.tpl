@@ -45,6 +45,25 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: api
 {{- end }}
 
+{{/*
+The admin Service: the API pods' admin port, inside the cluster only. Its component label tells it
+from the API Service, for the ServiceMonitor's selector.
+*/}}
+{{- define "plantstore.admin.fullname" -}}
+{{- printf "%s-admin" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "plantstore.admin.labels" -}}
+{{ include "plantstore.commonLabels" . }}
+app.kubernetes.io/component: admin
+{{- end }}
+
+{{- define "plantstore.admin.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "plantstore.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: admin
+{{- end }}
+
 {{- define "plantstore.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "plantstore.fullname" .) .Values.serviceAccount.name }}

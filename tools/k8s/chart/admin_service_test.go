@@ -1,0 +1,109 @@
+package chart
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The admin port (/metrics, the webhook dead letters and their replay,
+// pprof: no authentication) is on one Service only, always ClusterIP, for
+// every value set validate.sh installs and whatever type the API Service has.
+func TestAdminPortOnlyOnTheAdminService(t *testing.T) {
+	for _, set := range valueSets(t) {
+		for _, typ := range []string{"ClusterIP", "NodePort", "LoadBalancer"} {
+			t.Run(fmt.Sprintf("%s/%s", set, typ), func(t *testing.T) {
+				r := mustRender(t, []string{set}, map[string]any{"service": map[string]any{"type": typ}})
+				api := r.get(t, "Deployment", "plantstore")
+				podLabels, _ := dig(api.Obj, "spec", "template", "metadata", "labels").(map[string]any)
+				adminPort := containerPort(t, api, "metrics")
+				var carriers []string
+				for _, svc := range r.find("Service") {
+					if !selects(svc, podLabels) {
+						continue
+					}
+					for _, p := range list(svc.Obj, "spec", "ports") {
+						target := fmt.Sprint(dig(p.(map[string]any), "targetPort"))
+						if target == "metrics" || target == fmt.Sprint(adminPort) {
+							carriers = append(carriers, svc.Name())
+						}
+					}
+				}
+				if len(carriers) != 1 || carriers[0] != "plantstore-admin" {
+					t.Fatalf("Services carrying the API pods' admin port: %v; want only plantstore-admin", carriers)
+				}
+				admin := r.get(t, "Service", "plantstore-admin")
+				if got := str(admin.Obj, "spec", "type"); got != "ClusterIP" {
+					t.Errorf("plantstore-admin type %q, want ClusterIP", got)
+				}
+				if got := str(r.get(t, "Service", "plantstore").Obj, "spec", "type"); got != typ {
+					t.Errorf("API Service type %q, want %q", got, typ)
+				}
+				for _, ing := range r.find("Ingress") {
+					for _, rule := range list(ing.Obj, "spec", "rules") {
+						for _, path := range list(rule.(map[string]any), "http", "paths") {
+							svc := str(path.(map[string]any), "backend", "service", "name")
+							port := fmt.Sprint(dig(path.(map[string]any), "backend", "service", "port", "name"))
+							if svc != "plantstore" || port != "http" {
+								t.Errorf("Ingress %s routes to %s:%s, want plantstore:http", ing.Name(), svc, port)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// The ServiceMonitor scrapes the admin Service, and only it, of the
+// Services the chart renders.
+func TestServiceMonitorSelectsTheAdminService(t *testing.T) {
+	r := mustRender(t, nil, map[string]any{"serviceMonitor": map[string]any{"enabled": true}})
+	sm := r.get(t, "ServiceMonitor", "plantstore")
+	want, _ := dig(sm.Obj, "spec", "selector", "matchLabels").(map[string]any)
+	var selected []string
+	for _, svc := range r.find("Service") {
+		labels, _ := dig(svc.Obj, "metadata", "labels").(map[string]any)
+		if matches(want, labels) {
+			selected = append(selected, svc.Name())
+		}
+	}
+	if len(selected) != 1 || selected[0] != "plantstore-admin" {
+		t.Fatalf("the ServiceMonitor's selector %v matches Services %v; want only plantstore-admin", want, selected)
+	}
+	for _, ep := range list(sm.Obj, "spec", "endpoints") {
+		if got := str(ep.(map[string]any), "port"); got != "metrics" {
+			t.Errorf("endpoint port %q, want metrics", got)
+		}
+	}
+}
+
+// containerPort is the number of a workload's first container's named port.
+func containerPort(t testing.TB, o object, name string) int64 {
+	t.Helper()
+	for _, c := range list(podSpec(o), "containers") {
+		for _, p := range list(c.(map[string]any), "ports") {
+			if str(p.(map[string]any), "name") == name {
+				n, _ := dig(p.(map[string]any), "containerPort").(float64)
+				return int64(n)
+			}
+		}
+	}
+	t.Fatalf("%s has no container port %q", o, name)
+	return 0
+}
+
+// selects reports whether a Service's selector picks pods with these labels.
+func selects(svc object, podLabels map[string]any) bool {
+	sel, _ := dig(svc.Obj, "spec", "selector").(map[string]any)
+	return len(sel) > 0 && matches(sel, podLabels)
+}
+
+// matches reports whether every key of want has its value in labels.
+func matches(want, labels map[string]any) bool {
+	for k, v := range want {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
