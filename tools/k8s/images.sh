@@ -19,11 +19,15 @@
 #                                Jaeger v2 and an OpenTelemetry Collector, from
 #                                their modules (tools/k8s/jaeger, tools/k8s/otelcol)
 #   plantstore.test/webhook-receiver:1  the scenarios' webhook subscriber (cmd/k8s-webhook-receiver)
+#   docker.io/oliver006/redis_exporter:v1.61.0
+#                                the chart's Redis exporter (redis.metrics) under the
+#                                chart's default image name: the same release,
+#                                built from its module (tools/k8s/redis-exporter)
 #
 # Usage: tools/k8s/images.sh OUTDIR BINDIR
 #   BINDIR holds the static k8s-pause, k8s-load and k8s-webhook-receiver binaries and
 #   the static prometheus, prometheus-operator, prometheus-config-reloader,
-#   jaeger and otelcol.
+#   jaeger, otelcol and redis-exporter.
 # Needs root and buildah, busybox-static, redis-server and curl from Debian
 # (cluster.sh installs them).
 set -euo pipefail
@@ -150,3 +154,11 @@ r=$work/webhook-receiver
 users "$r" nonroot 65532
 install -m 0755 "$BINDIR/k8s-webhook-receiver" "$r/k8s-webhook-receiver"
 image plantstore.test/webhook-receiver:1 "$r" 65532:65532 '["/k8s-webhook-receiver"]'
+
+# The chart's Redis exporter, as its official image runs it (FROM scratch,
+# /redis_exporter, user 59000), named as the chart's default so that the
+# scenarios enable redis.metrics without overriding its image.
+r=$work/redis-exporter
+users "$r" exporter 59000
+install -m 0755 "$(readlink -f "$BINDIR/redis-exporter")" "$r/redis_exporter"
+image docker.io/oliver006/redis_exporter:v1.61.0 "$r" 59000:59000 '["/redis_exporter"]'
