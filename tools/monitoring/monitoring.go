@@ -24,6 +24,17 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
+// RedisJobSuffix ends the job of the chart's Redis exporter (redis.metrics):
+// its ServiceMonitor pins the job to serviceMonitor.jobName and this suffix,
+// and the dashboard's Redis row selects job=~"$job-redis".
+const RedisJobSuffix = "-redis"
+
+// FromRedisExporter says whether a metric the dashboard or the rules read is
+// one of the Redis exporter's (oliver006/redis_exporter, namespace redis)
+// rather than the service's: the service's own Redis metrics are
+// plantstore_redis_*.
+func FromRedisExporter(name string) bool { return strings.HasPrefix(name, "redis_") }
+
 // Expression is one PromQL expression of the rules file or the dashboard.
 type Expression struct {
 	// Where names it for a person: the rule group and rule, or the panel and

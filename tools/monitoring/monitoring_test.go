@@ -175,7 +175,9 @@ func TestRuleSelectorsSelectTheJob(t *testing.T) {
 	}
 }
 
-// Every dashboard selector honours the job and instance variables.
+// Every dashboard selector honours the job and instance variables; those of
+// the Redis exporter's metrics select the job variable's Redis job (the
+// instance variable lists the service's instances).
 func TestDashboardSelectorsUseTheVariables(t *testing.T) {
 	const jobMark, instanceMark = "__grafana_job__", "__grafana_instance__"
 	values := map[string]string{}
@@ -184,12 +186,23 @@ func TestDashboardSelectorsUseTheVariables(t *testing.T) {
 	}
 	values["job"], values["instance"] = jobMark, instanceMark
 	_, exprs := parseDashboard(t, values)
+	redis := 0
 	for _, e := range exprs {
 		for _, vs := range VectorSelectors(e.Expr) {
+			if FromRedisExporter(SelectorName(vs)) {
+				redis++
+				if !hasMatcher(vs, "job", labels.MatchRegexp, jobMark+RedisJobSuffix) || hasMatcher(vs, "instance", labels.MatchRegexp, instanceMark) {
+					t.Errorf("%s: selector %s of the Redis exporter lacks job=~\"$job%s\" or has the service's instance=~\"$instance\"", e.Where, vs, RedisJobSuffix)
+				}
+				continue
+			}
 			if !hasMatcher(vs, "job", labels.MatchRegexp, jobMark) || !hasMatcher(vs, "instance", labels.MatchRegexp, instanceMark) {
 				t.Errorf("%s: selector %s lacks job=~\"$job\", instance=~\"$instance\"", e.Where, vs)
 			}
 		}
+	}
+	if redis == 0 {
+		t.Error("no selector of the Redis exporter's metrics: the Redis row is gone")
 	}
 }
 

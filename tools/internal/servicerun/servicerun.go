@@ -201,9 +201,10 @@ func (s *Service) Do(method, path, auth, body string) (int, []byte, error) {
 
 // Redis is a redis-server process owned by the test.
 type Redis struct {
-	Addr string
-	cmd  *exec.Cmd
-	once sync.Once
+	Addr     string
+	Password string // requirepass; empty: none
+	cmd      *exec.Cmd
+	once     sync.Once
 }
 
 // redisBinary is $REDIS_SERVER, else redis-server on PATH, else Debian's.
@@ -224,6 +225,15 @@ func redisBinary() (string, error) {
 // persistence, and fails the test when it cannot: it never skips.
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
+	return StartRedisWith(t, "", "--save", "", "--appendonly", "no")
+}
+
+// StartRedisWith starts a redis-server on a free loopback port, in a
+// directory of its own, with password as requirepass (none when empty) and
+// the further args (redis-server options, later ones winning); it fails
+// the test when the server does not answer PING.
+func StartRedisWith(t testing.TB, password string, args ...string) *Redis {
+	t.Helper()
 	bin, err := redisBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -235,16 +245,20 @@ func StartRedis(t testing.TB) *Redis {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	dir := t.TempDir()
-	r := &Redis{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-	r.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
+	r := &Redis{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Password: password}
+	all := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--logfile", filepath.Join(dir, "redis.log")}
+	if password != "" {
+		all = append(all, "--requirepass", password)
+	}
+	r.cmd = exec.Command(bin, append(all, args...)...)
 	if err := r.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
 	t.Cleanup(r.Stop)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := ping(r.Addr)
+		err := ping(r.Addr, password)
 		if err == nil {
 			return r
 		}
@@ -256,18 +270,27 @@ func StartRedis(t testing.TB) *Redis {
 	}
 }
 
-// ping sends an inline PING and expects +PONG.
-func ping(addr string) error {
+// ping sends an inline PING, after AUTH with a password, and expects +PONG.
+func ping(addr, password string) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	rd := bufio.NewReader(c)
+	if password != "" {
+		if _, err := io.WriteString(c, "AUTH "+password+"\r\n"); err != nil {
+			return err
+		}
+		if line, err := rd.ReadString('\n'); err != nil || strings.TrimSpace(line) != "+OK" {
+			return fmt.Errorf("AUTH answered %q: %v", line, err)
+		}
+	}
 	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := rd.ReadString('\n')
 	if err != nil {
 		return err
 	}

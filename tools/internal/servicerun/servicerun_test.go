@@ -8,12 +8,12 @@ import (
 
 func TestStartRedisAnswersUntilStopped(t *testing.T) {
 	r := StartRedis(t)
-	if err := ping(r.Addr); err != nil {
+	if err := ping(r.Addr, ""); err != nil {
 		t.Fatalf("a started server: %v", err)
 	}
 	r.Stop()
 	r.Stop() // twice is safe
-	if err := ping(r.Addr); err == nil {
+	if err := ping(r.Addr, ""); err == nil {
 		t.Fatal("a stopped server still answers PING")
 	}
 }
@@ -32,5 +32,18 @@ func TestBuildTakesTheBinaryMadeForEveryPackage(t *testing.T) {
 func TestRepoRootHoldsTheServiceModule(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(RepoRoot(t), "cmd", "plantstore")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestStartRedisWithAPasswordRefusesWithoutIt(t *testing.T) {
+	r := StartRedisWith(t, "pw-Zq81", "--save", "")
+	if err := ping(r.Addr, "pw-Zq81"); err != nil {
+		t.Fatalf("with the password: %v", err)
+	}
+	if err := ping(r.Addr, ""); err == nil {
+		t.Fatal("PING without the password answered PONG")
+	}
+	if err := ping(r.Addr, "wrong"); err == nil {
+		t.Fatal("AUTH with a wrong password was accepted")
 	}
 }

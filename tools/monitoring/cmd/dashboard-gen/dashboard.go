@@ -14,11 +14,19 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 	"github.com/grafana/grafana-foundation-sdk/go/table"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+
+	"github.com/plantstore/plantstore/tools/monitoring"
 )
 
 // sel is the selector every query carries, so that the job and instance
 // variables filter every panel (tools/monitoring checks it).
 const sel = `job=~"$job", instance=~"$instance"`
+
+// redisSel is the selector of the Redis row: the chart's Redis exporter
+// (redis.metrics), whose ServiceMonitor pins its job to the service's job
+// and "-redis" (monitoring.RedisJobSuffix). The instance variable lists the
+// service's instances, not Redis's: one exporter per release.
+const redisSel = `job=~"$job` + monitoring.RedisJobSuffix + `"`
 
 const runbookURL = "https://github.com/plantstore/plantstore/blob/main/docs/monitoring.md"
 
@@ -108,6 +116,7 @@ func Build() (dashboard.Dashboard, error) {
 	clients(b)
 	webhooks(b)
 	store(b)
+	redis(b)
 	runtime(b)
 	build(b)
 	d, err := b.Build()
@@ -302,6 +311,55 @@ func store(b *dashboard.DashboardBuilder) {
 		"Open connections in the pool, and how many of them are idle (Redis only).", "short", 12,
 		rangeQuery("A", `sum by (instance) (plantstore_redis_pool_total_connections{`+sel+`})`, "total {{instance}}"),
 		rangeQuery("B", `sum by (instance) (plantstore_redis_pool_idle_connections{`+sel+`})`, "idle {{instance}}")))
+}
+
+// redis is the row of the chart's Redis exporter (redis.metrics,
+// oliver006/redis_exporter): its panels have no data without it.
+func redis(b *dashboard.DashboardBuilder) {
+	b.WithRow(row(43, "Redis"))
+	b.WithPanel(seriesPanel(44, "Redis memory used against maxmemory",
+		"The chart's Redis (redis.metrics: its exporter): memory used, and maxmemory (redis.maxmemory). maxmemory 0, the chart's default, means no limit: "+
+			"Redis then grows until the container's memory limit (redis.resources.limits.memory) kills it. At maxmemory Redis refuses writes (maxmemory-policy noeviction: plants are never evicted), so creates fail.",
+		"bytes", 8,
+		rangeQuery("A", `max by (instance) (redis_memory_used_bytes{`+redisSel+`})`, "used {{instance}}"),
+		rangeQuery("B", `max by (instance) (redis_memory_max_bytes{`+redisSel+`})`, "maxmemory (0: no limit) {{instance}}")))
+	b.WithPanel(seriesPanel(45, "Redis memory used of maxmemory",
+		"Memory used as a share of maxmemory; no data when maxmemory is 0 (no limit). At 100% Redis refuses writes.",
+		"percentunit", 8,
+		rangeQuery("A", `max by (instance) (redis_memory_used_bytes{`+redisSel+`} / (redis_memory_max_bytes{`+redisSel+`} > 0))`, "{{instance}}")).
+		Min(0).
+		Max(1).
+		Thresholds(steps("green", from(0.8, "orange"), from(0.9, "red"))).
+		ThresholdsStyle(thresholdsStyle(common.GraphThresholdsStyleModeLineAndArea)))
+	b.WithPanel(seriesPanel(46, "Redis AOF size",
+		"The append-only file, and its size after the last rewrite. Redis rewrites it when it has doubled since (auto-aof-rewrite-percentage 100) and is at least 64 MB; it lives on the data PVC (redis.persistence.size).",
+		"bytes", 8,
+		rangeQuery("A", `max by (instance) (redis_aof_current_size_bytes{`+redisSel+`})`, "AOF {{instance}}"),
+		rangeQuery("B", `max by (instance) (redis_aof_base_size_bytes{`+redisSel+`})`, "after the last rewrite {{instance}}")))
+	b.WithPanel(seriesPanel(47, "Redis AOF rewrite",
+		"1 while an AOF rewrite runs (a fork of Redis: its memory may grow by the pages written meanwhile). The last rewrite's and the last AOF write's status: 1 ok, 0 failed; "+
+			"while the last write failed Redis refuses writes.",
+		"short", 8,
+		rangeQuery("A", `max by (instance) (redis_aof_rewrite_in_progress{`+redisSel+`})`, "rewrite in progress {{instance}}"),
+		rangeQuery("B", `min by (instance) (redis_aof_last_bgrewrite_status{`+redisSel+`})`, "last rewrite ok {{instance}}"),
+		rangeQuery("C", `min by (instance) (redis_aof_last_write_status{`+redisSel+`})`, "last write ok {{instance}}")))
+	b.WithPanel(seriesPanel(48, "Redis AOF rewrite duration",
+		"How long the last AOF rewrite took (-1: none since Redis started), and the one under way (-1: none).",
+		"s", 8,
+		rangeQuery("A", `max by (instance) (redis_aof_last_rewrite_duration_sec{`+redisSel+`})`, "last {{instance}}"),
+		rangeQuery("B", `max by (instance) (redis_aof_current_rewrite_duration_sec{`+redisSel+`})`, "under way {{instance}}")))
+	b.WithPanel(seriesPanel(49, "Redis connected replicas",
+		"Replicas connected to the chart's Redis: 0 unless one was attached (the chart runs none; externalRedis is the way to replicas).",
+		"short", 8,
+		rangeQuery("A", `max by (instance) (redis_connected_slaves{`+redisSel+`})`, "{{instance}}")))
+	b.WithPanel(seriesPanel(50, "Redis replication lag (seconds)",
+		"Per replica: seconds since its last acknowledgement (a replica acknowledges every second, so above 1 it is behind or cut off). No data without replicas.",
+		"s", 12,
+		rangeQuery("A", `max by (instance, slave_ip, slave_port) (redis_connected_slave_lag_seconds{`+redisSel+`})`, "{{slave_ip}}:{{slave_port}}")))
+	b.WithPanel(seriesPanel(51, "Redis replication lag (bytes)",
+		"Per replica: bytes of the replication stream it has not acknowledged (the master's offset less the replica's). No data without replicas.",
+		"bytes", 12,
+		rangeQuery("A", `max by (instance) (redis_master_repl_offset{`+redisSel+`}) - on (instance) group_right max by (instance, slave_ip, slave_port) (redis_connected_slave_offset_bytes{`+redisSel+`})`, "{{slave_ip}}:{{slave_port}}")))
 }
 
 func runtime(b *dashboard.DashboardBuilder) {

@@ -1,0 +1,354 @@
+package monitoring
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/plantstore/plantstore/tools/internal/servicerun"
+)
+
+// TestRedisExporterMetricsExistInRealScrape builds the Redis exporter the
+// chart runs (redis.metrics: oliver006/redis_exporter from the module
+// tools/k8s/redis-exporter pins), points it as the chart does (a password
+// file keyed by the address) at a real redis-server with a password, the
+// AOF on and a maxmemory, with a real replica attached and an AOF rewrite
+// done, scrapes it, and checks that every exporter metric the dashboard and
+// the rules read is exposed with the labels they use, with that Redis's
+// values.
+func TestRedisExporterMetricsExistInRealScrape(t *testing.T) {
+	t.Parallel()
+	refs, labelRefs := referencedMetrics(t, FromRedisExporter)
+	if len(refs) == 0 {
+		t.Fatal("the dashboard and the rules read no metric of the Redis exporter")
+	}
+	bin := buildRedisExporter(t)
+
+	const password = "exporter-test-pw-K3v9"
+	const maxmemory = 64 << 20
+	master := servicerun.StartRedisWith(t, password, "--save", "", "--appendonly", "yes",
+		"--maxmemory", strconv.Itoa(maxmemory), "--maxmemory-policy", "noeviction")
+	host, port, _ := net.SplitHostPort(master.Addr)
+	replica := servicerun.StartRedisWith(t, "", "--save", "", "--appendonly", "no",
+		"--replicaof", host, port, "--masterauth", password)
+	_, replicaPort, _ := net.SplitHostPort(replica.Addr)
+	exporter := startRedisExporter(t, bin, "redis://localhost:"+port, password, false)
+
+	if got := redisDo(t, master, "SET", "plant:1", "Monstera"); got != "OK" {
+		t.Fatalf("SET answered %q", got)
+	}
+	redisDo(t, master, "BGREWRITEAOF")
+	waitFor(t, "the AOF rewrite to end and the replica to be online", func() bool {
+		p, r := redisInfo(t, master, "persistence"), redisInfo(t, master, "replication")
+		return p["aof_rewrite_in_progress"] == "0" && p["aof_rewrites"] == "1" &&
+			r["connected_slaves"] == "1" && strings.Contains(r["slave0"], "state=online")
+	})
+
+	families := scrape(t, exporter+"/metrics")
+	checkReferenced(t, refs, labelRefs, families)
+
+	// The values are this Redis's: memory against its maxmemory, the AOF
+	// rewrite done, the replica and its lag.
+	for _, c := range []struct {
+		name string
+		want map[string]string
+		ok   func(float64) bool
+		says string
+	}{
+		{"redis_up", nil, eq(1), "1"},
+		{"redis_memory_max_bytes", nil, eq(maxmemory), strconv.Itoa(maxmemory)},
+		{"redis_memory_used_bytes", nil, func(v float64) bool { return v > 0 && v < maxmemory }, "between 0 and maxmemory"},
+		{"redis_aof_enabled", nil, eq(1), "1"},
+		{"redis_aof_rewrite_in_progress", nil, eq(0), "0"},
+		{"redis_aof_last_bgrewrite_status", nil, eq(1), "1 (ok)"},
+		{"redis_aof_last_rewrite_duration_sec", nil, func(v float64) bool { return v >= 0 }, ">= 0 (a rewrite was done)"},
+		{"redis_connected_slaves", nil, eq(1), "1"},
+		{"redis_connected_slave_lag_seconds", map[string]string{"slave_port": replicaPort}, func(v float64) bool { return v >= 0 && v < 5 }, "the replica's, under 5 s"},
+		{"redis_connected_slave_offset_bytes", map[string]string{"slave_port": replicaPort}, func(v float64) bool { return v > 0 }, "the replica's, above 0"},
+		{"redis_master_repl_offset", nil, func(v float64) bool { return v > 0 }, "above 0"},
+	} {
+		ms := series(families[c.name], c.want)
+		if len(ms) != 1 {
+			t.Errorf("%s%v: %d series, want 1", c.name, c.want, len(ms))
+			continue
+		}
+		if v := ms[0].GetGauge().GetValue(); !c.ok(v) {
+			t.Errorf("%s%s = %v, want %s", c.name, labelString(ms[0]), v, c.says)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the scrape held these metric families: %s", strings.Join(sortedKeys(families), ", "))
+	}
+}
+
+// The exporter's /scrape?target=HOST endpoint connects to any host a caller
+// names. Given the password in a file keyed by its Redis's address (as the
+// chart gives it), it sends that host no password; given it in
+// REDIS_PASSWORD (as charts commonly do), it sends AUTH with it: the check
+// sees a leak where there is one.
+func TestRedisExporterSendsNoPasswordToAForeignTarget(t *testing.T) {
+	t.Parallel()
+	bin := buildRedisExporter(t)
+	const password = "exporter-leak-pw-V7c2"
+	r := servicerun.StartRedisWith(t, password, "--save", "", "--appendonly", "no")
+	_, port, _ := net.SplitHostPort(r.Addr)
+	for _, c := range []struct {
+		name     string
+		env      bool
+		wantLeak bool
+	}{
+		{"password file (the chart)", false, false},
+		{"REDIS_PASSWORD", true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			exporter := startRedisExporter(t, bin, "redis://localhost:"+port, password, c.env)
+			// Its own Redis it reaches with the password.
+			if v := series(scrape(t, exporter+"/metrics")["redis_up"], nil); len(v) != 1 || v[0].GetGauge().GetValue() != 1 {
+				t.Fatalf("redis_up: %v, want 1", v)
+			}
+			foreign := listenForeign(t)
+			resp, err := http.Get(exporter + "/scrape?target=" + url.QueryEscape(foreign.addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			got := foreign.received(t)
+			if got == "" {
+				t.Fatalf("the exporter did not connect to the foreign target %s", foreign.addr)
+			}
+			if leaked := strings.Contains(got, password); leaked != c.wantLeak {
+				t.Errorf("the foreign target received the password: %v, want %v; it received %q", leaked, c.wantLeak, got)
+			}
+		})
+	}
+}
+
+func eq(want float64) func(float64) bool { return func(v float64) bool { return v == want } }
+
+// buildRedisExporter builds the exporter from the module the test cluster's
+// image is built from (tools/k8s/build.sh redis-exporter).
+func buildRedisExporter(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "redis_exporter")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/oliver006/redis_exporter")
+	cmd.Dir = filepath.Join(servicerun.RepoRoot(t), "tools", "k8s", "redis-exporter")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the Redis exporter in %s: %v\n%s", cmd.Dir, err, out)
+	}
+	return bin
+}
+
+// startRedisExporter runs the exporter against addr on a free loopback port,
+// as the chart's container does (redis.metrics); with env, the password in
+// REDIS_PASSWORD instead of the password file. It returns the base URL.
+func startRedisExporter(t *testing.T, bin, addr, password string, env bool) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := l.Addr().String()
+	l.Close()
+	args := []string{"--redis.addr=" + addr, "--web.listen-address=" + listen, "--log-format=json"}
+	cmd := exec.Command(bin)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDIS_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if env {
+		cmd.Env = append(cmd.Env, "REDIS_PASSWORD="+password)
+	} else {
+		file := filepath.Join(t.TempDir(), "password.json")
+		data, _ := json.Marshal(map[string]string{addr: password})
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--redis.password-file="+file)
+	}
+	cmd.Args = append(cmd.Args, args...)
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("the exporter's log:\n%s", log.String())
+		}
+	})
+	base := "http://" + listen
+	waitFor(t, "the exporter's /health", func() bool {
+		resp, err := http.Get(base + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return base
+}
+
+// foreignHost is a TCP listener that records what the first client sends
+// within a second, answering +OK to each read.
+type foreignHost struct {
+	addr string
+	got  chan string
+}
+
+func listenForeign(t *testing.T) *foreignHost {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	f := &foreignHost{addr: l.Addr().String(), got: make(chan string, 1)}
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			f.got <- ""
+			return
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		var all []byte
+		buf := make([]byte, 4096)
+		for {
+			n, err := c.Read(buf)
+			all = append(all, buf[:n]...)
+			if err != nil {
+				break
+			}
+			_, _ = io.WriteString(c, "+OK\r\n")
+		}
+		f.got <- string(all)
+	}()
+	return f
+}
+
+func (f *foreignHost) received(t *testing.T) string {
+	t.Helper()
+	select {
+	case s := <-f.got:
+		return s
+	case <-time.After(10 * time.Second):
+		return ""
+	}
+}
+
+// redisDo sends one command (after AUTH with the server's password) and
+// returns its reply: a status, an integer or a bulk string.
+func redisDo(t *testing.T, r *servicerun.Redis, args ...string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", r.Addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	rd := bufio.NewReader(c)
+	send := func(args ...string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		if _, err := io.WriteString(c, b.String()); err != nil {
+			t.Fatal(err)
+		}
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("%v: %v", args[0], err)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch line[0] {
+		case '+', ':':
+			return line[1:]
+		case '$':
+			n, _ := strconv.Atoi(line[1:])
+			if n < 0 {
+				return ""
+			}
+			buf := make([]byte, n+2)
+			if _, err := io.ReadFull(rd, buf); err != nil {
+				t.Fatal(err)
+			}
+			return string(buf[:n])
+		default:
+			t.Fatalf("%s answered %q", args[0], line)
+			return ""
+		}
+	}
+	if r.Password != "" {
+		send("AUTH", r.Password)
+	}
+	return send(args...)
+}
+
+// redisInfo is INFO section as a map of its fields.
+func redisInfo(t *testing.T, r *servicerun.Redis, section string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, line := range strings.Split(redisDo(t, r, "INFO", section), "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// waitFor polls cond for up to 20 s and fails the test when it never holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20s for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// scrape reads a /metrics URL in the Prometheus text format.
+func scrape(t *testing.T, u string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("scraping %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("scraping %s: %s\n%s", u, resp.Status, body)
+	}
+	var p expfmt.TextParser
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing the scrape of %s: %v", u, err)
+	}
+	return families
+}
