@@ -9,9 +9,16 @@
 # of Jaeger (lib/observability.sh), at the address the chart's README names,
 # so its exemplars carry the ids of traces a user can open.
 #
+# The chart's Redis exporter (redis.metrics, built from its module,
+# tools/k8s/redis-exporter, under the chart's default image name) runs
+# beside Redis, with a maxmemory; a replica pod is attached to the chart's
+# Redis so that the dashboard's replication panels have data.
+#
 # Shown: the targets are up; native histograms are ingested beside the
 # classic buckets; exemplars carry 32-hex trace ids of traces Jaeger has
-# (metric -> trace; 65-tracing.sh repeats the figure); every dashboard target and recording rule has data and every
+# (metric -> trace; 65-tracing.sh repeats the figure); the Redis exporter's
+# target is up with memory against maxmemory, an AOF rewrite the scenario
+# starts and the replica's lag; every dashboard target and recording rule has data and every
 # alerting rule evaluates (tools/monitoring/cmd/prom-check); the main panels
 # drawn from the real data (tools/monitoring/cmd/dashboard-png); and
 # PlantstoreStoreUnavailable goes pending -> firing within its `for` during a
@@ -62,6 +69,8 @@ fi
 stage "Jaeger and the OpenTelemetry Collector ($OBS_NS), plantstore with ServiceMonitor, PrometheusRule and tracing to the Collector"
 observability_up
 restricted_ns "$APP_NS"
+# The Redis row's maxmemory panels need a limit.
+REDIS_MAXMEMORY=128mb REDIS_MAXMEMORY_BYTES=$((128 << 20))
 # Two clients: the load's, unlimited (the first raw token, which k8s-load
 # uses), and one held to 1 request a second, so that the dashboard's
 # rate-limit panel has 429s to show.
@@ -77,6 +86,7 @@ if helm install "$REL" "$CHART" -n "$APP_NS" --set image.repository="$IMAGE_REPO
   --set serviceMonitor.enabled=true --set serviceMonitor.labels.release=kube-prometheus-stack \
   --set serviceMonitor.scrapeClassicHistograms=true --set serviceMonitor.interval=5s --set serviceMonitor.scrapeTimeout=4s \
   --set prometheusRule.enabled=true --set prometheusRule.labels.release=kube-prometheus-stack \
+  --set redis.metrics.enabled=true --set-string redis.maxmemory=$REDIS_MAXMEMORY \
   --set otel.endpoint=http://otel-collector.observability:4318 \
   --set-string "auth.tokens[0]=$load_token name=load" --set-string "auth.tokens[1]=$limited_token name=limited rate=1/s burst=1" \
   --set-string "webhooks.subscribers[0]=http://webhook-receiver.$OBS_NS.svc:8080/hooks/plantstore $whsec" --set "webhooks.allowCIDRs={10.96.0.0/16}" \
@@ -85,6 +95,27 @@ if helm install "$REL" "$CHART" -n "$APP_NS" --set image.repository="$IMAGE_REPO
 else
   fail "helm install with serviceMonitor, prometheusRule and otel"; tail -n 20 "$CLUSTER_DIR/logs/install-$APP_NS.log"
 fi
+# A replica of the chart's Redis (the chart runs none), for the replication
+# panels: the Redis image the node has; the password from the chart's
+# Secret into a config file, never on a command line.
+kubectl apply -n "$APP_NS" -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: redis-replica, labels: {app.kubernetes.io/name: scenario-redis-replica}}
+spec:
+  automountServiceAccountToken: false
+  containers:
+    - name: replica
+      image: plantstore.test/redis:7.0
+      imagePullPolicy: Never
+      command: [sh, -c, $(jq -Rs . <<<'printf "port 6379\ndir /data\nappendonly no\nreplicaof %s 6379\nmasterauth %s\n" "$MASTER" "$REDIS_PASSWORD" >/data/replica.conf && exec redis-server /data/replica.conf')]
+      env:
+        - {name: MASTER, value: $REL-redis}
+        - {name: REDIS_PASSWORD, valueFrom: {secretKeyRef: {name: $REL-redis, key: redis-password}}}
+      $SECURE
+      volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, emptyDir: {sizeLimit: 256Mi}}]
+EOF
 
 stage "Prometheus $PROM_VERSION from a Prometheus CR: the operator's StatefulSet"
 sel="{matchLabels: {release: kube-prometheus-stack}}"
@@ -195,6 +226,56 @@ else
   fail "exemplars: $ex_total, $ex_bad malformed, $rcv of $looked are traces in Jaeger"
 fi
 figures "prometheus-ingest targets_up=$up native_rate_plants=$native_rate native_buckets=$buckets classic_bucket_series=$classic exemplars=$ex_total exemplars_by_name=$ex_by_name exemplar_traces=$TRACING_EXEMPLARS"
+
+stage "the chart's Redis exporter (redis.metrics): its target, memory against maxmemory, an AOF rewrite, the replica's lag"
+t=$SECONDS redis_up=0
+until ((SECONDS - t > 60)); do
+  redis_up=$(papi "/api/v1/targets?state=active" | jq '[.data.activeTargets[]? | select(.labels.job == "plantstore-redis" and .health == "up")] | length')
+  ((redis_up == 1)) && break
+  sleep 2
+done
+if ((redis_up == 1)); then
+  pass "the Redis exporter's target is up, job=\"plantstore-redis\" (the chart's Redis ServiceMonitor), after $((SECONDS - t))s"
+else
+  fail "Redis exporter targets up: $redis_up of 1"
+  papi /api/v1/targets | jq -c '.data.activeTargets[]? | select(.labels.job == "plantstore-redis") | {health, lastError}'
+  kubectl get pod -n "$APP_NS" "$REL-redis-0" -o wide || true
+  kubectl logs -n "$APP_NS" "$REL-redis-0" -c redis-exporter --tail=10 || true
+fi
+# An AOF rewrite, as Redis starts one when the file has doubled: the last
+# rewrite's duration goes from -1 (none since start) to the rewrite's.
+kubectl exec -n "$APP_NS" "$REL-redis-0" -c redis -- redis-cli bgrewriteaof >/dev/null ||
+  fail "BGREWRITEAOF in $REL-redis-0"
+# rq QUERY: the first value of an instant query, or "none".
+rq() { pq "$1" | jq -r '.[0].value[1] // "none"'; }
+rsel='job="plantstore-redis"'
+t=$SECONDS
+until ((SECONDS - t > 60)); do
+  rewrite_s=$(rq "redis_aof_last_rewrite_duration_sec{$rsel}") replicas=$(rq "redis_connected_slaves{$rsel}")
+  lag_s=$(rq "max(redis_connected_slave_lag_seconds{$rsel})")
+  [[ $rewrite_s != none && $rewrite_s != -1 && $replicas == 1 && $lag_s != none ]] && break
+  sleep 2
+done
+used=$(rq "redis_memory_used_bytes{$rsel}") maxmem=$(rq "redis_memory_max_bytes{$rsel}")
+rewrite_ok=$(rq "redis_aof_last_bgrewrite_status{$rsel}") aof_bytes=$(rq "redis_aof_current_size_bytes{$rsel}")
+lag_bytes=$(rq "max(redis_master_repl_offset{$rsel}) - max(redis_connected_slave_offset_bytes{$rsel})")
+if [[ $used != none && $maxmem == "$REDIS_MAXMEMORY_BYTES" ]] && jq -en "$used > 0 and $used < $maxmem" >/dev/null; then
+  pass "Redis memory in Prometheus: used $used bytes against maxmemory $maxmem (redis.maxmemory=$REDIS_MAXMEMORY)"
+else
+  fail "Redis memory: used $used, maxmemory $maxmem (want $REDIS_MAXMEMORY_BYTES)"
+fi
+if [[ $rewrite_s != none && $rewrite_s != -1 && $rewrite_ok == 1 ]]; then
+  pass "Redis AOF rewrite in Prometheus: the scenario's BGREWRITEAOF took ${rewrite_s}s, status ok; the AOF $aof_bytes bytes"
+else
+  fail "Redis AOF rewrite: last duration $rewrite_s (want >= 0 after BGREWRITEAOF), status $rewrite_ok"
+fi
+if [[ $replicas == 1 && $lag_s != none && $lag_bytes != none ]]; then
+  pass "Redis replication in Prometheus: 1 connected replica (pod redis-replica), lag ${lag_s}s and $lag_bytes bytes"
+else
+  fail "Redis replication: $replicas connected replica(s), lag $lag_s s, $lag_bytes bytes"
+  kubectl logs -n "$APP_NS" redis-replica --tail=10 || true
+fi
+figures "prometheus-redis target_up=$redis_up used_bytes=$used maxmemory_bytes=$maxmem aof_bytes=$aof_bytes aof_last_rewrite_s=$rewrite_s aof_rewrite_ok=$rewrite_ok replicas=$replicas lag_s=$lag_s lag_bytes=$lag_bytes"
 
 stage "Redis down under load: PlantstoreStoreUnavailable pending -> firing -> resolved"
 alert=PlantstoreStoreUnavailable
