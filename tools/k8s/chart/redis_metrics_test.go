@@ -1,0 +1,328 @@
+package chart
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// metricsOn is redis.metrics.enabled with the objects that go with it.
+func metricsOn(more ...map[string]any) []map[string]any {
+	return append([]map[string]any{{
+		"redis":          map[string]any{"metrics": map[string]any{"enabled": true}},
+		"serviceMonitor": map[string]any{"enabled": true},
+		"networkPolicy":  map[string]any{"enabled": true},
+	}}, more...)
+}
+
+// redisPodTemplate is the Redis StatefulSet's pod template.
+func redisPodTemplate(t testing.TB, r rendered) map[string]any {
+	t.Helper()
+	tpl, _ := dig(r.get(t, "StatefulSet", "plantstore-redis").Obj, "spec", "template").(map[string]any)
+	if tpl == nil {
+		t.Fatal("the Redis StatefulSet has no pod template")
+	}
+	return tpl
+}
+
+// With the exporter off, the Redis pod template is what it was without the
+// value (the values of an older chart, helm upgrade --reuse-values), byte
+// for byte, and what it is with the exporter on less the exporter's init
+// container, container and volume: turning the value on adds them and
+// nothing else, and leaving it off changes nothing (a changed template
+// would restart Redis, or leave it on an older revision).
+func TestRedisMetricsOffLeavesTheRedisPodUnchanged(t *testing.T) {
+	off := mustRender(t, nil)
+	// helm upgrade --reuse-values renders with the installed chart's values:
+	// an older chart's have no redis.metrics.
+	oldValues := deepCopy(t, loadChart(t).Values)
+	delete(oldValues["redis"].(map[string]any), "metrics")
+	old, err := renderUpgrade(t, installed{ChartVersion: "1.1.0", ChartValues: oldValues}, upgradeFlags{ReuseValues: true}, nil)
+	if err != nil {
+		t.Fatalf("helm upgrade --reuse-values from values without redis.metrics: %v", err)
+	}
+	if a, b := off.get(t, "StatefulSet", "plantstore-redis").Text, old.get(t, "StatefulSet", "plantstore-redis").Text; a != b {
+		t.Errorf("the Redis StatefulSet with redis.metrics off differs from the one without the value:\n%s\n---\n%s", a, b)
+	}
+
+	on := mustRender(t, nil, metricsOn()...)
+	tplOff, tplOn := redisPodTemplate(t, off), redisPodTemplate(t, on)
+	spec := tplOn["spec"].(map[string]any)
+	if len(list(spec, "initContainers")) != 1 {
+		t.Fatalf("with the exporter on: init containers %v, want the exporter's one", list(spec, "initContainers"))
+	}
+	delete(spec, "initContainers")
+	spec["containers"] = without(list(spec, "containers"), "redis-exporter")
+	spec["volumes"] = without(list(spec, "volumes"), "redis-exporter-auth")
+	if !reflect.DeepEqual(tplOff, tplOn) {
+		a, _ := json.MarshalIndent(tplOff, "", " ")
+		b, _ := json.MarshalIndent(tplOn, "", " ")
+		t.Errorf("the Redis pod template with the exporter on, less its init container, container and volume, differs from the one with it off:\n%s\n---\n%s", a, b)
+	}
+	if strings.Contains(off.Manifest, "redis-exporter") || strings.Contains(off.Manifest, "9121") {
+		t.Error("with redis.metrics off the manifest still names the exporter")
+	}
+	if len(off.find("ServiceMonitor")) != 0 {
+		t.Error("a ServiceMonitor without serviceMonitor.enabled")
+	}
+}
+
+// without returns the named items (containers, volumes) less the one called name.
+func without(items []any, name string) []any {
+	var out []any
+	for _, it := range items {
+		if str(it.(map[string]any), "name") != name {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// With the exporter on: the sidecar on the pod's loopback, restricted, its
+// named port, no readiness probe (the pod's readiness stays Redis's), its
+// password from the Redis Secret through the init container and a file,
+// never in an argument or in the exporter's environment.
+func TestRedisMetricsSidecar(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		vals         map[string]any
+		secret, key  string
+		wantPassword bool // the chart's generated Secret is rendered
+	}{
+		{"generated secret", nil, "plantstore-redis", "redis-password", true},
+		{"existing secret", map[string]any{"redis": map[string]any{"auth": map[string]any{"existingSecret": "my-redis", "existingSecretKey": "pw"}}}, "my-redis", "pw", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := mustRender(t, nil, metricsOn(c.vals)...)
+			spec := podSpec(r.get(t, "StatefulSet", "plantstore-redis"))
+			exp := named(t, list(spec, "containers"), "redis-exporter")
+			if got := str(exp, "image"); got != "oliver006/redis_exporter:v1.61.0" {
+				t.Errorf("exporter image %q", got)
+			}
+			args := fmt.Sprint(list(exp, "args"))
+			for _, want := range []string{"--redis.addr=redis://localhost:6379", "--redis.password-file=/run/redis-exporter/password.json", "--web.listen-address=:9121"} {
+				if !strings.Contains(args, want) {
+					t.Errorf("exporter args %s lack %s", args, want)
+				}
+			}
+			if len(list(exp, "command")) != 0 {
+				t.Errorf("exporter command %v: the image's entrypoint runs it", list(exp, "command"))
+			}
+			for _, e := range list(exp, "env") {
+				t.Errorf("the exporter has environment %v: its password comes from the file only", e)
+			}
+			ports := list(exp, "ports")
+			if len(ports) != 1 || str(ports[0].(map[string]any), "name") != "metrics" || fmt.Sprint(dig(ports[0].(map[string]any), "containerPort")) != "9121" {
+				t.Errorf("exporter ports %v, want metrics 9121", ports)
+			}
+			if dig(exp, "readinessProbe") != nil {
+				t.Error("the exporter has a readiness probe: its failure would take Redis out of its Service")
+			}
+			if str(exp, "livenessProbe", "httpGet", "path") != "/health" {
+				t.Errorf("exporter liveness probe %v, want GET /health", dig(exp, "livenessProbe"))
+			}
+			if dig(exp, "resources", "requests") == nil || dig(exp, "resources", "limits", "memory") == nil {
+				t.Errorf("exporter resources %v", dig(exp, "resources"))
+			}
+			init := named(t, list(spec, "initContainers"), "redis-exporter-auth")
+			for _, ctr := range []map[string]any{exp, init} {
+				restricted(t, ctr)
+			}
+			env := list(init, "env")
+			if len(env) != 1 || str(env[0].(map[string]any), "name") != "REDIS_PASSWORD" ||
+				str(env[0].(map[string]any), "valueFrom", "secretKeyRef", "name") != c.secret ||
+				str(env[0].(map[string]any), "valueFrom", "secretKeyRef", "key") != c.key {
+				t.Errorf("init container env %v, want REDIS_PASSWORD from Secret %s key %s", env, c.secret, c.key)
+			}
+			// The Redis container reads the same Secret.
+			redis := named(t, list(spec, "containers"), "redis")
+			if got := str(list(redis, "env")[0].(map[string]any), "valueFrom", "secretKeyRef", "name"); got != c.secret {
+				t.Errorf("the Redis container's Secret %q, the exporter's %q", got, c.secret)
+			}
+			if vol := named(t, list(spec, "volumes"), "redis-exporter-auth"); str(vol, "emptyDir", "medium") != "Memory" {
+				t.Errorf("the password file's volume %v, want a memory-backed emptyDir", vol)
+			}
+			if c.wantPassword {
+				sec := r.get(t, "Secret", "plantstore-redis")
+				raw, err := base64.StdEncoding.DecodeString(str(sec.Obj, "data", "redis-password"))
+				if err != nil || len(raw) < 16 {
+					t.Fatalf("the generated password: %q, %v", raw, err)
+				}
+				for _, o := range r.Objects {
+					if o.Kind() != "Secret" && strings.Contains(o.Text, string(raw)) {
+						t.Errorf("%s holds the Redis password", o)
+					}
+				}
+			}
+		})
+	}
+}
+
+func named(t testing.TB, items []any, name string) map[string]any {
+	t.Helper()
+	for _, it := range items {
+		if m := it.(map[string]any); str(m, "name") == name {
+			return m
+		}
+	}
+	t.Fatalf("no %q among %v", name, items)
+	return nil
+}
+
+// restricted checks a container's securityContext against Pod Security
+// restricted (and a read-only root filesystem).
+func restricted(t testing.TB, ctr map[string]any) {
+	t.Helper()
+	sc, _ := ctr["securityContext"].(map[string]any)
+	if dig(sc, "runAsNonRoot") != true || dig(sc, "allowPrivilegeEscalation") != false || dig(sc, "readOnlyRootFilesystem") != true ||
+		fmt.Sprint(dig(sc, "capabilities", "drop")) != "[ALL]" || str(sc, "seccompProfile", "type") != "RuntimeDefault" {
+		t.Errorf("container %s: securityContext %v is not restricted", str(ctr, "name"), sc)
+	}
+}
+
+// The init container's script, run for real with sh: the password file is
+// JSON mapping the exporter's --redis.addr to the password, whatever quotes
+// and backslashes the password holds, readable by its owner only.
+func TestRedisMetricsPasswordFile(t *testing.T) {
+	r := mustRender(t, nil, metricsOn()...)
+	spec := podSpec(r.get(t, "StatefulSet", "plantstore-redis"))
+	init := named(t, list(spec, "initContainers"), "redis-exporter-auth")
+	cmd := list(init, "command")
+	if len(cmd) != 3 || cmd[0] != "sh" || cmd[1] != "-c" {
+		t.Fatalf("init command %v, want sh -c SCRIPT", cmd)
+	}
+	mount := str(list(init, "volumeMounts")[0].(map[string]any), "mountPath")
+	var addr, file string
+	for _, a := range list(named(t, list(spec, "containers"), "redis-exporter"), "args") {
+		if v, ok := strings.CutPrefix(a.(string), "--redis.addr="); ok {
+			addr = v
+		}
+		if v, ok := strings.CutPrefix(a.(string), "--redis.password-file="); ok {
+			file = v
+		}
+	}
+	if !strings.HasPrefix(file, mount+"/") {
+		t.Fatalf("the exporter reads %s, the init container writes under %s", file, mount)
+	}
+	for _, pw := range []string{"plain0123456789", `quo"te and back\slash \" \\`, "dollar $HOME $(x) `y` 'z' %s %d"} {
+		dir := t.TempDir()
+		script := strings.ReplaceAll(cmd[2].(string), mount, dir)
+		run := exec.Command("sh", "-c", script)
+		run.Env = []string{"PATH=" + os.Getenv("PATH"), "REDIS_PASSWORD=" + pw}
+		if out, err := run.CombinedOutput(); err != nil {
+			t.Fatalf("the init script: %v\n%s", err, out)
+		}
+		path := filepath.Join(dir, strings.TrimPrefix(file, mount+"/"))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("password %q: the file is not JSON: %v\n%s", pw, err, b)
+		}
+		if len(got) != 1 || got[addr] != pw {
+			t.Errorf("password %q: the file maps %v, want {%q: the password}", pw, got, addr)
+		}
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("password file mode %v, %v; want 0600", fi.Mode().Perm(), err)
+		}
+	}
+}
+
+// Scraping: the Redis Service gains the metrics port, a ServiceMonitor of its
+// own selects only it with the job pinned to <jobName>-redis (the
+// dashboard's Redis row selects job=~"$job-redis"), and the Redis
+// NetworkPolicy admits the port from the API metrics rule's peers, and
+// nothing else new.
+func TestRedisMetricsScrapedAndAdmitted(t *testing.T) {
+	peers := map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{
+		"namespaceSelector": map[string]any{"matchLabels": map[string]any{"team": "observability"}},
+		"podSelector":       map[string]any{"matchLabels": map[string]any{"app": "prometheus"}},
+	}}}
+	jobName := map[string]any{"serviceMonitor": map[string]any{"jobName": "shop"}}
+	off := mustRender(t, nil, map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "networkPolicy": map[string]any{"enabled": true}}, peers)
+	on := mustRender(t, nil, metricsOn(peers, jobName)...)
+
+	svc := r0(t, on, "Service", "plantstore-redis")
+	var port map[string]any
+	for _, p := range list(svc, "spec", "ports") {
+		if str(p.(map[string]any), "name") == "metrics" {
+			port = p.(map[string]any)
+		}
+	}
+	if port == nil || fmt.Sprint(port["port"]) != "9121" || str(port, "targetPort") != "metrics" {
+		t.Errorf("the Redis Service's metrics port %v, want 9121 -> metrics", port)
+	}
+	for _, p := range list(r0(t, off, "Service", "plantstore-redis"), "spec", "ports") {
+		if str(p.(map[string]any), "name") != "redis" {
+			t.Errorf("with the exporter off the Redis Service has port %v", p)
+		}
+	}
+
+	sm := r0(t, on, "ServiceMonitor", "plantstore-redis")
+	sel, _ := dig(sm, "spec", "selector", "matchLabels").(map[string]any)
+	var selected []string
+	for _, s := range on.find("Service") {
+		if labels, _ := dig(s.Obj, "metadata", "labels").(map[string]any); matches(sel, labels) {
+			selected = append(selected, s.Name())
+		}
+	}
+	if fmt.Sprint(selected) != "[plantstore-redis]" {
+		t.Errorf("the Redis ServiceMonitor selects %v, want [plantstore-redis]", selected)
+	}
+	eps := list(sm, "spec", "endpoints")
+	if len(eps) != 1 || str(eps[0].(map[string]any), "port") != "metrics" {
+		t.Fatalf("endpoints %v", eps)
+	}
+	relabel := list(eps[0].(map[string]any), "relabelings")
+	if len(relabel) == 0 || str(relabel[0].(map[string]any), "targetLabel") != "job" || str(relabel[0].(map[string]any), "replacement") != "shop-redis" {
+		t.Errorf("relabelings %v, want job pinned to shop-redis", relabel)
+	}
+	if got := str(sm, "metadata", "labels", "release"); got != str(r0(t, on, "ServiceMonitor", "plantstore"), "metadata", "labels", "release") {
+		t.Errorf("the Redis ServiceMonitor's labels differ from the API's: release %q", got)
+	}
+	if len(mustRender(t, nil, map[string]any{"redis": map[string]any{"metrics": map[string]any{"enabled": true}}}).find("ServiceMonitor")) != 0 {
+		t.Error("a ServiceMonitor without serviceMonitor.enabled")
+	}
+
+	np := r0(t, on, "NetworkPolicy", "plantstore-redis")
+	ingOff := list(r0(t, off, "NetworkPolicy", "plantstore-redis"), "spec", "ingress")
+	ingOn := list(np, "spec", "ingress")
+	if len(ingOn) != len(ingOff)+1 || !reflect.DeepEqual(ingOn[:len(ingOff)], ingOff) {
+		t.Fatalf("the Redis policy's ingress with the exporter on %v, want the rules without it %v and one more", ingOn, ingOff)
+	}
+	rule := ingOn[len(ingOff)].(map[string]any)
+	apiRule := metricsRule(t, r0(t, on, "NetworkPolicy", "plantstore"))
+	if fmt.Sprint(list(rule, "ports")) != "[map[port:metrics protocol:TCP]]" || !reflect.DeepEqual(rule["from"], apiRule["from"]) {
+		t.Errorf("the exporter's rule %v, want port metrics from the API metrics rule's peers %v", rule, apiRule["from"])
+	}
+	if !reflect.DeepEqual(dig(np, "spec", "egress"), []any{}) {
+		t.Errorf("the Redis policy's egress %v, want none", dig(np, "spec", "egress"))
+	}
+}
+
+func r0(t testing.TB, r rendered, kind, name string) map[string]any {
+	t.Helper()
+	return r.get(t, kind, name).Obj
+}
+
+// metricsRule is the API policy's ingress rule for its metrics port.
+func metricsRule(t testing.TB, np map[string]any) map[string]any {
+	t.Helper()
+	for _, rule := range list(np, "spec", "ingress") {
+		for _, p := range list(rule.(map[string]any), "ports") {
+			if str(p.(map[string]any), "port") == "metrics" {
+				return rule.(map[string]any)
+			}
+		}
+	}
+	t.Fatal("the API policy has no metrics rule")
+	return nil
+}
