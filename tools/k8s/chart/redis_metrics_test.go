@@ -326,3 +326,37 @@ func metricsRule(t testing.TB, np map[string]any) map[string]any {
 	t.Fatal("the API policy has no metrics rule")
 	return nil
 }
+
+// The chart's default exporter image is the release the test cluster builds
+// from its module (tools/k8s/redis-exporter; build.sh stamps its version,
+// images.sh imports it under the chart's default name): they move together.
+func TestRedisMetricsImageIsTheBuiltModule(t *testing.T) {
+	gomod, err := os.ReadFile(filepath.Join("..", "redis-exporter", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version string
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "github.com/oliver006/redis_exporter" {
+			version = f[1]
+		}
+	}
+	img, _ := dig(loadChart(t).Values, "redis", "metrics", "image").(map[string]any)
+	if version == "" || str(img, "repository") != "oliver006/redis_exporter" || str(img, "tag") != version {
+		t.Errorf("redis.metrics.image %v; tools/k8s/redis-exporter builds github.com/oliver006/redis_exporter %q", img, version)
+	}
+	images, err := os.ReadFile(filepath.Join("..", "images.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref := "docker.io/oliver006/redis_exporter:" + version; !strings.Contains(string(images), "image "+ref+" ") {
+		t.Errorf("images.sh does not build %s", ref)
+	}
+	build, err := os.ReadFile(filepath.Join("..", "build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stamp := "-X main.BuildVersion=" + version + " "; !strings.Contains(string(build), stamp) {
+		t.Errorf("build.sh does not stamp the exporter %s", stamp)
+	}
+}
