@@ -460,6 +460,18 @@ Checks the schema cannot express. Included by every template that depends on the
 fails with the same clear message.
 */}}
 {{- define "plantstore.validate" -}}
+{{- if not (hasKey . "plantstoreValidated") }}
+{{- $_ := set . "plantstoreValidated" true }}
+{{- /*
+`helm upgrade --reuse-values` renders this chart with the values of the release's older chart: its
+defaults and the user's, none of this chart's. Every template includes this check first, so such values
+fail here with what to do, not with a nil pointer wherever a section this chart added is read. secretsJob
+is the newest section; a chart that adds sections names its own here (the render tests upgrade from
+every released chart's values with --reuse-values).
+*/}}
+{{- if not (hasKey .Values "secretsJob") }}
+{{- include "plantstore.fail" (printf "these values are an older chart's, not chart %s's: `helm upgrade --reuse-values` renders a new chart with the defaults of the chart the release was installed with, which lack the settings this chart added. Upgrade with --reset-then-reuse-values instead (Helm 3.14 or later: this chart's defaults, then the values you set before, then those you give now), or give all your values again with -f and --set, without --reuse-values" .Chart.Version) }}
+{{- end }}
 {{- $v := .Values }}
 {{- $ext := $v.externalRedis }}
 {{- /* the store */}}
@@ -528,6 +540,7 @@ fails with the same clear message.
 {{- /* scaling */}}
 {{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) }}
 {{- include "plantstore.fail" "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
+{{- end }}
 {{- end }}
 {{- end }}
 
