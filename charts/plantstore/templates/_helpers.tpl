@@ -402,8 +402,9 @@ app.kubernetes.io/component: migrate
 {{- end }}
 
 {{/*
-The Job's --settle: migration.settle, or by default terminationGracePeriodSeconds + 5s on an upgrade (the
-last 1.0.0 pod may write until its grace period ends) and 0s (one pass) on an install.
+The Job's --settle: migration.settle, or by default terminationGracePeriodSeconds + 5s on an upgrade from
+1.0.0 (the last 1.0.0 pod may write until its grace period ends), and 2s on an install or an upgrade from a
+later chart: a short settle rather than one pass, so that a pass that finds Redis still starting is retried.
 */}}
 {{- define "plantstore.migration.settle" -}}
 {{- if .Values.migration.settle }}{{ .Values.migration.settle }}
