@@ -24,7 +24,7 @@ gitops_secret() { kubectl get secret -n "$1" "$2" -o jsonpath="{.data.${3//./\\.
 gitops_state() {
   echo "token=$(gitops_secret "$1" "$REL-tokens" tokens | sha256sum | cut -c1-12)"
   echo "password=$(gitops_secret "$1" "$REL-redis" redis-password | sha256sum | cut -c1-12)"
-  kubectl get pods -n "$1" -l app.kubernetes.io/instance="$REL" -o jsonpath='{range .items[*]}pod={.metadata.name}/{.metadata.uid}{"\n"}{end}' | sort
+  kubectl get pods -n "$1" -l "app.kubernetes.io/instance=$REL,app.kubernetes.io/component in (api,redis)" -o jsonpath='{range .items[*]}pod={.metadata.name}/{.metadata.uid}{"\n"}{end}' | sort
   kubectl get deployment,statefulset -n "$1" -o jsonpath='{range .items[*]}{.kind}={.metadata.name}/generation={.metadata.generation}{"\n"}{end}' | sort
 }
 # gitops_create NS ID: create a plant through the Service from the node with
