@@ -22,14 +22,61 @@ Names. Every helper takes the root context unless it says otherwise.
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* Labels of every object. */}}
-{{- define "plantstore.commonLabels" -}}
+{{/* The labels the chart sets itself on every object. */}}
+{{- define "plantstore.chartLabels" -}}
 helm.sh/chart: {{ include "plantstore.chart" . }}
 app.kubernetes.io/name: {{ include "plantstore.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: plantstore
+{{- end }}
+
+{{/* Labels of every object: the chart's, then commonLabels. */}}
+{{- define "plantstore.commonLabels" -}}
+{{ include "plantstore.chartLabels" . }}
+{{- include "plantstore.extraLabels" (dict "maps" (list .Values.commonLabels)) }}
+{{- end }}
+
+{{/*
+Labels the user adds (commonLabels, podLabels, ...), for appending after the chart's: the maps of .maps
+merged, an earlier one winning, as YAML lines each after a newline; nothing when empty. The keys the chart
+sets itself are dropped (the schema refuses them in commonLabels): selectors match on them, so a pod
+labelled otherwise would fall out of its Deployment, Service and NetworkPolicy.
+*/}}
+{{- define "plantstore.extraLabels" -}}
+{{- $out := dict }}
+{{- range .maps }}{{ $out = merge $out (deepCopy (. | default dict)) }}{{ end }}
+{{- range list "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "app.kubernetes.io/part-of" "app.kubernetes.io/component" }}
+{{- $_ := unset $out . }}
+{{- end }}
+{{- with $out }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Labels of an object (a pod template, a ServiceMonitor, ...) with labels of its own: the chart's and the
+component's, then its own over commonLabels (Bitnami's precedence: podLabels win). Call with
+(dict "context" $ "component" "api" "labels" map).
+*/}}
+{{- define "plantstore.labelsWith" -}}
+{{ include "plantstore.chartLabels" .context }}
+app.kubernetes.io/component: {{ .component }}
+{{- include "plantstore.extraLabels" (dict "maps" (list .labels .context.Values.commonLabels)) }}
+{{- end }}
+
+{{/*
+metadata.annotations of an object: its own (.own, a map; they win) over commonAnnotations without the keys
+of .skip (those the template writes itself, such as helm.sh/hook), as YAML lines at column 0; nothing when
+empty. Call with (dict "context" $ "own" map "skip" list); use in `with`, so that no empty
+`annotations:` is rendered.
+*/}}
+{{- define "plantstore.annotations" -}}
+{{- $common := deepCopy (.context.Values.commonAnnotations | default dict) }}
+{{- range .skip }}{{ $_ := unset $common . }}{{ end }}
+{{- $out := merge (deepCopy (.own | default dict)) $common }}
+{{- with $out }}{{ toYaml . }}{{ end }}
 {{- end }}
 
 {{/* Labels of the API objects. */}}
@@ -72,18 +119,64 @@ app.kubernetes.io/component: admin
 {{- end }}
 {{- end }}
 
-{{/* An image reference from {repository, tag, digest}; call with (dict "image" ... "defaultTag" ...). */}}
+{{/*
+An image reference from {registry, repository, tag, digest}, for every image the chart renders; call with
+(dict "image" ... "defaultTag" ... "context" $). The registry is global.imageRegistry, else image.registry,
+else the host that begins repository (a first path element with a "." or ":", or localhost; none: Docker
+Hub). Either value replaces that host, so a mirror takes every image with one value whether repository
+names its registry (ghcr.io/plantstore/plantstore) or not (redis): Bitnami's registry/repository split,
+with this chart's repositories that name their registry.
+*/}}
 {{- define "plantstore.imageRef" -}}
+{{- if not .context }}
+{{- fail "plantstore.imageRef: call with (dict \"image\" ... \"defaultTag\" ... \"context\" $): global.imageRegistry applies to every image" }}
+{{- end }}
+{{- $repo := .image.repository }}
+{{- $parts := splitList "/" $repo }}
+{{- $host := "" }}
+{{- $first := first $parts }}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
+{{- $host = $first }}
+{{- $repo = rest $parts | join "/" }}
+{{- end }}
+{{- $registry := (.context.Values.global | default dict).imageRegistry | default .image.registry | default $host }}
+{{- if $registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" $registry) $repo }}{{ end }}
 {{- $tag := .image.tag | default .defaultTag | toString }}
 {{- if .image.digest }}
-{{- printf "%s:%s@%s" .image.repository $tag .image.digest }}
+{{- printf "%s:%s@%s" $repo $tag .image.digest }}
 {{- else }}
-{{- printf "%s:%s" .image.repository $tag }}
+{{- printf "%s:%s" $repo $tag }}
 {{- end }}
 {{- end }}
 
 {{- define "plantstore.image" -}}
-{{- include "plantstore.imageRef" (dict "image" .Values.image "defaultTag" .Chart.AppVersion) }}
+{{- include "plantstore.imageRef" (dict "image" .Values.image "defaultTag" .Chart.AppVersion "context" .) }}
+{{- end }}
+
+{{/*
+imagePullSecrets of every pod: global.imagePullSecrets, then imagePullSecrets, each a name or {name: ...}
+(the forms Bitnami's charts take), a name once; a pod-spec key at column 0 for nindent, nothing when none.
+*/}}
+{{- define "plantstore.imagePullSecrets" -}}
+{{- $names := list }}
+{{- range concat ((.Values.global | default dict).imagePullSecrets | default list) (.Values.imagePullSecrets | default list) }}
+{{- if kindIs "string" . }}{{ $names = append $names . }}{{ else }}{{ $names = append $names .name }}{{ end }}
+{{- end }}
+{{- with uniq $names }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A value holding Kubernetes objects (initContainers, sidecars, extraVolumes, ...), rendered through tpl
+as Bitnami's common.tplvalues.render does, so it may refer to the release ({{ .Release.Name }}); YAML at
+column 0 for nindent. Call with (dict "value" ... "context" $).
+*/}}
+{{- define "plantstore.tplvalues" -}}
+{{- if kindIs "string" .value }}{{ tpl .value .context }}{{ else }}{{ tpl (toYaml .value) .context }}{{ end }}
 {{- end }}
 
 {{/*
@@ -181,6 +274,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: plantstore
 app.kubernetes.io/component: redis
+{{- include "plantstore.extraLabels" (dict "maps" (list .Values.commonLabels)) }}
 {{- end }}
 
 {{- define "plantstore.redis.selectorLabels" -}}
