@@ -78,6 +78,23 @@ func TestCommonLabelsAndAnnotationsOnEveryObject(t *testing.T) {
 			}
 		})
 	}
+	// The Secrets the hook Job creates are not rendered: it labels and annotates them.
+	args := map[string]bool{}
+	for _, c := range list(podSpec(r.get(t, "Job", "plantstore-secrets")), "containers") {
+		for _, a := range list(c.(map[string]any), "args") {
+			args[a.(string)] = true
+		}
+	}
+	for k, v := range common {
+		if a := fmt.Sprintf("--label=%s=%s", k, v); !args[a] {
+			t.Errorf("the secrets Job has no %s", a)
+		}
+	}
+	for k, v := range annotations {
+		if a := fmt.Sprintf("--annotation=%s=%s", k, v); !args[a] {
+			t.Errorf("the secrets Job has no %s", a)
+		}
+	}
 	for _, k := range []string{"Deployment", "StatefulSet", "Service", "ConfigMap", "Secret", "ServiceAccount", "Job", "Role", "RoleBinding",
 		"Pod", "NetworkPolicy", "PodDisruptionBudget", "HorizontalPodAutoscaler", "Ingress", "ServiceMonitor", "PrometheusRule"} {
 		if !kinds[k] {
