@@ -14,15 +14,23 @@ import (
 	"syscall"
 
 	"github.com/plantstore/plantstore/internal/app"
+	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/config"
+	"github.com/plantstore/plantstore/internal/kubesecret"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/version"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "migrate-store" {
-		migrateStore(os.Args[2:])
-		return
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "migrate-store":
+			migrateStore(os.Args[2:])
+			return
+		case "ensure-secrets":
+			ensureSecrets(os.Args[2:])
+			return
+		}
 	}
 	cfg, err := config.Parse(os.Args[1:], os.Stderr)
 	switch {
@@ -82,6 +90,21 @@ func migrateStore(args []string) {
 	defer stop()
 	if err := store.RunMigration(ctx, cfg.Redis, cfg.Migration, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "plantstore migrate-store: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// ensureSecrets runs `plantstore ensure-secrets [flags]`, the chart's
+// pre-install and pre-upgrade hook: it creates the Secrets the chart
+// generates when they are missing (internal/kubesecret).
+func ensureSecrets(args []string) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err := kubesecret.Run(ctx, args, os.Stdout, os.Stderr, auth.GenerateToken)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "plantstore ensure-secrets: %v\n", err)
 		os.Exit(1)
 	}
 }

@@ -105,7 +105,7 @@ build() {
   # tracing scenarios (cluster-test.d/60-prometheus.sh, 65-tracing.sh); the
   # same cache directory.
   K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader jaeger otelcol redis-exporter >/dev/null
-  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-webhook-receiver)
+  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-webhook-receiver ./cmd/k8s-gitops-phases)
   # The node's registry, from the release tools' module.
   (cd "$REPO/tools/release" && go build -trimpath -o "$BIN/" github.com/distribution/distribution/v3/cmd/registry)
 }

@@ -22,14 +22,61 @@ Names. Every helper takes the root context unless it says otherwise.
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* Labels of every object. */}}
-{{- define "plantstore.commonLabels" -}}
+{{/* The labels the chart sets itself on every object. */}}
+{{- define "plantstore.chartLabels" -}}
 helm.sh/chart: {{ include "plantstore.chart" . }}
 app.kubernetes.io/name: {{ include "plantstore.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Values.image.tag | default .Chart.AppVersion | trunc 63 | trimSuffix "-" | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: plantstore
+{{- end }}
+
+{{/* Labels of every object: the chart's, then commonLabels. */}}
+{{- define "plantstore.commonLabels" -}}
+{{ include "plantstore.chartLabels" . }}
+{{- include "plantstore.extraLabels" (dict "maps" (list .Values.commonLabels)) }}
+{{- end }}
+
+{{/*
+Labels the user adds (commonLabels, podLabels, ...), for appending after the chart's: the maps of .maps
+merged, an earlier one winning, as YAML lines each after a newline; nothing when empty. The keys the chart
+sets itself are dropped (the schema refuses them in commonLabels): selectors match on them, so a pod
+labelled otherwise would fall out of its Deployment, Service and NetworkPolicy.
+*/}}
+{{- define "plantstore.extraLabels" -}}
+{{- $out := dict }}
+{{- range .maps }}{{ $out = merge $out (deepCopy (. | default dict)) }}{{ end }}
+{{- range list "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "app.kubernetes.io/part-of" "app.kubernetes.io/component" }}
+{{- $_ := unset $out . }}
+{{- end }}
+{{- with $out }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Labels of an object (a pod template, a ServiceMonitor, ...) with labels of its own: the chart's and the
+component's, then its own over commonLabels (Bitnami's precedence: podLabels win). Call with
+(dict "context" $ "component" "api" "labels" map).
+*/}}
+{{- define "plantstore.labelsWith" -}}
+{{ include "plantstore.chartLabels" .context }}
+app.kubernetes.io/component: {{ .component }}
+{{- include "plantstore.extraLabels" (dict "maps" (list .labels .context.Values.commonLabels)) }}
+{{- end }}
+
+{{/*
+metadata.annotations of an object: its own (.own, a map; they win) over commonAnnotations without the keys
+of .skip (those the template writes itself, such as helm.sh/hook), as YAML lines at column 0; nothing when
+empty. Call with (dict "context" $ "own" map "skip" list); use in `with`, so that no empty
+`annotations:` is rendered.
+*/}}
+{{- define "plantstore.annotations" -}}
+{{- $common := deepCopy (.context.Values.commonAnnotations | default dict) }}
+{{- range .skip }}{{ $_ := unset $common . }}{{ end }}
+{{- $out := merge (deepCopy (.own | default dict)) $common }}
+{{- with $out }}{{ toYaml . }}{{ end }}
 {{- end }}
 
 {{/* Labels of the API objects. */}}
@@ -72,18 +119,64 @@ app.kubernetes.io/component: admin
 {{- end }}
 {{- end }}
 
-{{/* An image reference from {repository, tag, digest}; call with (dict "image" ... "defaultTag" ...). */}}
+{{/*
+An image reference from {registry, repository, tag, digest}, for every image the chart renders; call with
+(dict "image" ... "defaultTag" ... "context" $). The registry is global.imageRegistry, else image.registry,
+else the host that begins repository (a first path element with a "." or ":", or localhost; none: Docker
+Hub). Either value replaces that host, so a mirror takes every image with one value whether repository
+names its registry (ghcr.io/plantstore/plantstore) or not (redis): Bitnami's registry/repository split,
+with this chart's repositories that name their registry.
+*/}}
 {{- define "plantstore.imageRef" -}}
+{{- if not .context }}
+{{- fail "plantstore.imageRef: call with (dict \"image\" ... \"defaultTag\" ... \"context\" $): global.imageRegistry applies to every image" }}
+{{- end }}
+{{- $repo := .image.repository }}
+{{- $parts := splitList "/" $repo }}
+{{- $host := "" }}
+{{- $first := first $parts }}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) }}
+{{- $host = $first }}
+{{- $repo = rest $parts | join "/" }}
+{{- end }}
+{{- $registry := (.context.Values.global | default dict).imageRegistry | default .image.registry | default $host }}
+{{- if $registry }}{{ $repo = printf "%s/%s" (trimSuffix "/" $registry) $repo }}{{ end }}
 {{- $tag := .image.tag | default .defaultTag | toString }}
 {{- if .image.digest }}
-{{- printf "%s:%s@%s" .image.repository $tag .image.digest }}
+{{- printf "%s:%s@%s" $repo $tag .image.digest }}
 {{- else }}
-{{- printf "%s:%s" .image.repository $tag }}
+{{- printf "%s:%s" $repo $tag }}
 {{- end }}
 {{- end }}
 
 {{- define "plantstore.image" -}}
-{{- include "plantstore.imageRef" (dict "image" .Values.image "defaultTag" .Chart.AppVersion) }}
+{{- include "plantstore.imageRef" (dict "image" .Values.image "defaultTag" .Chart.AppVersion "context" .) }}
+{{- end }}
+
+{{/*
+imagePullSecrets of every pod: global.imagePullSecrets, then imagePullSecrets, each a name or {name: ...}
+(the forms Bitnami's charts take), a name once; a pod-spec key at column 0 for nindent, nothing when none.
+*/}}
+{{- define "plantstore.imagePullSecrets" -}}
+{{- $names := list }}
+{{- range concat ((.Values.global | default dict).imagePullSecrets | default list) (.Values.imagePullSecrets | default list) }}
+{{- if kindIs "string" . }}{{ $names = append $names . }}{{ else }}{{ $names = append $names .name }}{{ end }}
+{{- end }}
+{{- with uniq $names }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A value holding Kubernetes objects (initContainers, sidecars, extraVolumes, ...), rendered through tpl
+as Bitnami's common.tplvalues.render does, so it may refer to the release ({{ .Release.Name }}); YAML at
+column 0 for nindent. Call with (dict "value" ... "context" $).
+*/}}
+{{- define "plantstore.tplvalues" -}}
+{{- if kindIs "string" .value }}{{ tpl .value .context }}{{ else }}{{ tpl (toYaml .value) .context }}{{ end }}
 {{- end }}
 
 {{/*
@@ -102,13 +195,20 @@ duration string. The schema has already checked the syntax.
 {{- end }}
 
 {{/*
-API tokens. The chart manages the tokens Secret unless auth.existingSecret is set: from auth.tokens,
-or else one random token generated at install and read back with lookup on every upgrade, so it
-never changes. The generated value is memoised in the root context, so that every template (the
-Secret, the checksum annotation) sees the same one within a render.
+API tokens, from one of three places:
+- auth.existingSecret: the user's Secret; the chart writes none.
+- auth.tokens: the chart renders the Secret from those lines (plantstore.tokens.rendered).
+- neither: one random token, generated (plantstore.tokens.generated) by the hook Job of
+  templates/secrets-job.yaml, which creates the Secret only when it is missing. Nothing random is
+  rendered, so `helm template` prints the same bytes every time (GitOps), and the Secret is not part of
+  the release: an upgrade, a sync, a rollback or an uninstall and reinstall keep the token.
 */}}
-{{- define "plantstore.tokens.managed" -}}
-{{- if not .Values.auth.existingSecret }}true{{ end }}
+{{- define "plantstore.tokens.rendered" -}}
+{{- if and (not .Values.auth.existingSecret) .Values.auth.tokens }}true{{ end }}
+{{- end }}
+
+{{- define "plantstore.tokens.generated" -}}
+{{- if and (not .Values.auth.existingSecret) (not .Values.auth.tokens) }}true{{ end }}
 {{- end }}
 
 {{- define "plantstore.tokens.secretName" -}}
@@ -132,56 +232,24 @@ Secret, the checksum annotation) sees the same one within a render.
 {{- end }}
 {{- end }}
 
+{{/* The tokens file rendered from auth.tokens. */}}
 {{- define "plantstore.tokens.content" -}}
-{{- include "plantstore.tokens.base" . }}
-{{- with include "plantstore.tests.readerLine" . }}{{ . }}{{ end }}
+{{- $lines := list }}
+{{- range .Values.auth.tokens }}{{ $lines = append $lines (include "plantstore.tokens.line" .) }}{{ end }}
+{{- printf "# API tokens from the chart's auth.tokens value: a token or sha256:<hex>, then attributes, a line.\n%s\n" (join "\n" $lines) }}
 {{- end }}
 
 {{/*
-The test's read-only token (tests.readToken, with a managed tokens Secret): random at install, read
-back from its Secret on every upgrade, memoised like the generated token.
+helm test's read-only token (tests.readToken): generated with the API token by the hook Job, its raw
+value in its own Secret, its digest in the tokens file. Only with a generated tokens file; otherwise
+the read checks need tests.readTokenSecret.
 */}}
 {{- define "plantstore.tests.readerGenerated" -}}
-{{- if and .Values.tests.readToken (include "plantstore.tokens.managed" .) (not .Values.tests.readTokenSecret) }}true{{ end }}
+{{- if and .Values.tests.readToken (include "plantstore.tokens.generated" .) (not .Values.tests.readTokenSecret) }}true{{ end }}
 {{- end }}
 
 {{- define "plantstore.tests.readerSecretName" -}}
 {{- .Values.tests.readTokenSecret | default (printf "%s-test-reader" (include "plantstore.fullname" .)) }}
-{{- end }}
-
-{{- define "plantstore.tests.readerToken" -}}
-{{- if not (hasKey . "plantstoreReaderToken") }}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "plantstore.tests.readerSecretName" .) | default dict }}
-{{- $old := dig "data" "token" "" $existing }}
-{{- $_ := set . "plantstoreReaderToken" (ternary ($old | b64dec) (randAlphaNum 43) (ne $old "")) }}
-{{- end }}
-{{- get . "plantstoreReaderToken" }}
-{{- end }}
-
-{{- define "plantstore.tests.readerLine" -}}
-{{- if include "plantstore.tests.readerGenerated" . }}
-{{- printf "# helm test's read-only token (tests.readToken); its raw value is in Secret %s.\nsha256:%s name=helm-test-reader scopes=plants:read\n" (include "plantstore.tests.readerSecretName" .) (include "plantstore.tests.readerToken" . | sha256sum) }}
-{{- end }}
-{{- end }}
-
-{{- define "plantstore.tokens.base" -}}
-{{- if .Values.auth.tokens }}
-{{- $lines := list }}
-{{- range .Values.auth.tokens }}{{ $lines = append $lines (include "plantstore.tokens.line" .) }}{{ end }}
-{{- printf "# API tokens from the chart's auth.tokens value: a token or sha256:<hex>, then attributes, a line.\n%s\n" (join "\n" $lines) }}
-{{- else }}
-{{- if not (hasKey . "plantstoreGeneratedTokens") }}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "plantstore.tokens.secretName" .) | default dict }}
-{{- $old := dig "data" "tokens" "" $existing }}
-{{- if $old }}
-{{- /* Without the test's reader line, which is added afresh on every render. */}}
-{{- $_ := set . "plantstoreGeneratedTokens" (regexReplaceAll "(?m)^# helm test's read-only token.*\n|^sha256:[0-9a-f]+ name=helm-test-reader .*\n" ($old | b64dec) "") }}
-{{- else }}
-{{- $_ := set . "plantstoreGeneratedTokens" (printf "# API token generated by the plantstore chart at install; kept across upgrades.\n# Add lines (raw tokens or sha256:<hex>) with auth.tokens, or use auth.existingSecret.\n%s\n" (randAlphaNum 43)) }}
-{{- end }}
-{{- end }}
-{{- get . "plantstoreGeneratedTokens" }}
-{{- end }}
 {{- end }}
 
 {{/* Redis (the chart's own StatefulSet). */}}
@@ -206,6 +274,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: plantstore
 app.kubernetes.io/component: redis
+{{- include "plantstore.extraLabels" (dict "maps" (list .Values.commonLabels)) }}
 {{- end }}
 
 {{- define "plantstore.redis.selectorLabels" -}}
@@ -222,18 +291,35 @@ app.kubernetes.io/component: redis
 {{- .Values.redis.auth.existingSecretKey }}
 {{- end }}
 
-{{/* The generated Redis password: looked up on upgrade, else random; memoised like the tokens. */}}
-{{- define "plantstore.redis.password" -}}
-{{- if not (hasKey . "plantstoreGeneratedRedisPassword") }}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace (include "plantstore.redis.fullname" .) | default dict }}
-{{- $old := dig "data" .Values.redis.auth.existingSecretKey "" $existing }}
-{{- if $old }}
-{{- $_ := set . "plantstoreGeneratedRedisPassword" ($old | b64dec) }}
-{{- else }}
-{{- $_ := set . "plantstoreGeneratedRedisPassword" (randAlphaNum 32) }}
+{{/* Whether the hook Job generates the Redis password (the chart's Redis, no redis.auth.existingSecret). */}}
+{{- define "plantstore.redis.passwordGenerated" -}}
+{{- if and .Values.redis.enabled (not .Values.redis.auth.existingSecret) }}true{{ end }}
 {{- end }}
+
+{{/*
+The hook Job of templates/secrets-job.yaml: rendered when the chart generates a Secret. The arguments
+of `plantstore ensure-secrets` name each Secret to keep, for nindent.
+*/}}
+{{- define "plantstore.secretsJob.enabled" -}}
+{{- if or (include "plantstore.tokens.generated" .) (include "plantstore.redis.passwordGenerated" .) }}true{{ end }}
 {{- end }}
-{{- get . "plantstoreGeneratedRedisPassword" }}
+
+{{- define "plantstore.secretsJob.fullname" -}}
+{{- printf "%s-secrets" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "plantstore.secretsJob.labels" -}}
+{{ include "plantstore.commonLabels" . }}
+app.kubernetes.io/component: secrets
+{{- end }}
+
+{{/* The names of the Secrets the Job keeps, a list. */}}
+{{- define "plantstore.secretsJob.secrets" -}}
+{{- $names := list }}
+{{- if include "plantstore.tokens.generated" . }}{{ $names = append $names (include "plantstore.tokens.secretName" .) }}{{ end }}
+{{- if include "plantstore.tests.readerGenerated" . }}{{ $names = append $names (include "plantstore.tests.readerSecretName" .) }}{{ end }}
+{{- if include "plantstore.redis.passwordGenerated" . }}{{ $names = append $names (include "plantstore.redis.fullname" .) }}{{ end }}
+{{- toJson $names }}
 {{- end }}
 
 {{/* Which store the service uses: redis, external or embedded. */}}
@@ -410,8 +496,9 @@ app.kubernetes.io/component: migrate
 {{- end }}
 
 {{/*
-The Job's --settle: migration.settle, or by default terminationGracePeriodSeconds + 5s on an upgrade (the
-last 1.0.0 pod may write until its grace period ends) and 0s (one pass) on an install.
+The Job's --settle: migration.settle, or by default terminationGracePeriodSeconds + 5s on an upgrade from
+1.0.0 (the last 1.0.0 pod may write until its grace period ends), and 2s on an install or an upgrade from a
+later chart: a short settle rather than one pass, so that a pass that finds Redis still starting is retried.
 */}}
 {{- define "plantstore.migration.settle" -}}
 {{- if .Values.migration.settle }}{{ .Values.migration.settle }}
@@ -468,6 +555,18 @@ Checks the schema cannot express. Included by every template that depends on the
 fails with the same clear message.
 */}}
 {{- define "plantstore.validate" -}}
+{{- if not (hasKey . "plantstoreValidated") }}
+{{- $_ := set . "plantstoreValidated" true }}
+{{- /*
+`helm upgrade --reuse-values` renders this chart with the values of the release's older chart: its
+defaults and the user's, none of this chart's. Every template includes this check first, so such values
+fail here with what to do, not with a nil pointer wherever a section this chart added is read. secretsJob
+is the newest section; a chart that adds sections names its own here (the render tests upgrade from
+every released chart's values with --reuse-values).
+*/}}
+{{- if not (hasKey .Values "secretsJob") }}
+{{- include "plantstore.fail" (printf "these values are an older chart's, not chart %s's: `helm upgrade --reuse-values` renders a new chart with the defaults of the chart the release was installed with, which lack the settings this chart added. Upgrade with --reset-then-reuse-values instead (Helm 3.14 or later: this chart's defaults, then the values you set before, then those you give now), or give all your values again with -f and --set, without --reuse-values" .Chart.Version) }}
+{{- end }}
 {{- $v := .Values }}
 {{- $ext := $v.externalRedis }}
 {{- /* the store */}}
@@ -536,6 +635,7 @@ fails with the same clear message.
 {{- /* scaling */}}
 {{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) }}
 {{- include "plantstore.fail" "autoscaling.minReplicas must not exceed autoscaling.maxReplicas" }}
+{{- end }}
 {{- end }}
 {{- end }}
 

@@ -114,6 +114,12 @@ func userValues(t testing.TB, files []string, maps ...map[string]any) map[string
 // -n plantstore -f FILES...` does, the maps applied after the files.
 func renderTemplate(t testing.TB, files []string, maps ...map[string]any) (rendered, error) {
 	t.Helper()
+	return renderTemplateOn(t, kubeVersion, files, maps...)
+}
+
+// renderTemplateOn is renderTemplate with another --kube-version.
+func renderTemplateOn(t testing.TB, kubeVersion string, files []string, maps ...map[string]any) (rendered, error) {
+	t.Helper()
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	install.DryRun = true
 	install.ClientOnly = true

@@ -5,7 +5,9 @@
 # then, with Helm 3 and with Helm 4, `helm install` of 1.0.0 from the
 # registry's OCI chart (no local chart path; the kubelet pulls the image by
 # digest through containerd's hosts.toml), plants written through 1.0.0, and
-# `helm upgrade` to VERSION from the registry under the open-loop create load:
+# `helm upgrade --reuse-values` refused with what to type instead, then
+# `helm upgrade --reset-then-reuse-values` to VERSION from the registry
+# under the open-loop create load (the token 1.0.0 generated kept):
 # no failed request, the chart's migration Job run by the upgrade itself,
 # every 1.0.0 plant readable by GET /plants/{id} and listed by GET /plants.
 # With Helm 3, then `helm rollback` to 1.0.0 (creates keep working; nothing
@@ -155,15 +157,28 @@ release_flow() {
   wrote=$(create_plants "$ns" "$v1_first" 200 v1)
   if ((wrote == 200)); then pass "$hv: 200 plants written through 1.0.0"; else fail "$hv: $wrote of 200 creates through 1.0.0 answered 200"; fi
 
-  stage "$hv: helm upgrade to $NOW from the registry under $RATE creates/s"
-  local redis_before
+  stage "$hv: helm upgrade --reuse-values refused, then --reset-then-reuse-values to $NOW from the registry under $RATE creates/s"
+  # --reuse-values renders the new chart with 1.0.0's defaults: the chart
+  # must stop before changing anything and say what to type instead.
+  if $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" --reuse-values --timeout 60s \
+    >"$CLUSTER_DIR/logs/$ns-reuse-values.log" 2>&1; then
+    fail "$hv: helm upgrade --reuse-values from 1.0.0 went through with 1.0.0's defaults"
+  elif grep -q "older chart's.*--reset-then-reuse-values" "$CLUSTER_DIR/logs/$ns-reuse-values.log" &&
+    [[ $($helm history "$REL" -n "$ns" -o json | jq length) == 1 ]]; then
+    pass "$hv: helm upgrade --reuse-values from 1.0.0 refused before any change (still revision 1): $(grep -o "these values are an older chart's[^:]*" "$CLUSTER_DIR/logs/$ns-reuse-values.log" | head -n 1)"
+  else
+    fail "$hv: helm upgrade --reuse-values from 1.0.0 failed otherwise"; tail -n 5 "$CLUSTER_DIR/logs/$ns-reuse-values.log"
+  fi
+  local redis_before token_before
   redis_before=$(redis_uid "$ns")
+  token_before=$(api_token "$ns")
   # 85 s: the upgrade, its migration Job settling 35 s included, takes 50-55 s.
   load_start "$ns" load-upgrade 85 "http://$REL:8080" "$REL-tokens"
   sleep 5
   t=$(ms)
-  $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" "${LOCAL_IMAGES[@]}" --wait --timeout 300s \
-    >"$CLUSTER_DIR/logs/$ns-upgrade.log" 2>&1 || { fail "$hv: helm upgrade to $NOW"; tail -n 20 "$CLUSTER_DIR/logs/$ns-upgrade.log"; }
+  # The install's values (the node's images) come back from the release.
+  $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" --reset-then-reuse-values --wait --timeout 300s \
+    >"$CLUSTER_DIR/logs/$ns-upgrade.log" 2>&1 || { fail "$hv: helm upgrade --reset-then-reuse-values to $NOW"; tail -n 20 "$CLUSTER_DIR/logs/$ns-upgrade.log"; }
   t2=$(ms)
   s=$(load_result "$ns" load-upgrade) || s='{}'
   if load_verdict "upgrade-1.0.0-to-$NOW-$hv" "$s"; then
@@ -176,6 +191,13 @@ release_flow() {
     fail "$hv: upgrade 1.0.0 → $NOW under load: failed requests"
   fi
   runs_release "$ns" "$NOW" "$hv upgrade"
+  # 1.0.0's chart rendered the tokens Secret; this one does not: the
+  # secrets hook annotated it to stay, with its value.
+  if [[ -n $token_before && $(api_token "$ns") == "$token_before" ]]; then
+    pass "$hv: the token 1.0.0's chart generated is the same after the upgrade (its Secret kept, not deleted by Helm)"
+  else
+    fail "$hv: the 1.0.0 token did not survive the upgrade"
+  fi
   if [[ $(redis_uid "$ns") == "$redis_before" ]]; then
     pass "$hv: the chart's Redis pod was not restarted by the upgrade (same pod UID)"
   else

@@ -1,0 +1,239 @@
+// Package kubesecret keeps the Secrets the Helm chart generates (the API
+// token, helm test's read-only token, the Redis password) as it found them:
+// `plantstore ensure-secrets`, the chart's pre-install and pre-upgrade hook,
+// creates each one only when it is missing, through the Kubernetes API with
+// the hook pod's service account. The values are random, so they cannot be
+// rendered by the chart itself without breaking `helm template` (GitOps
+// renders twice and must get the same bytes), and a Secret that the chart
+// does not render is neither rewritten by a sync nor deleted by an uninstall
+// or a rollback.
+//
+// It speaks to one resource of the core API (get, create, update, merge
+// patch) with net/http: client-go would bring its dependency tree into
+// go.mod and megabytes into the image for those four calls.
+package kubesecret
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// The in-cluster credentials every pod with automountServiceAccountToken
+// gets (Kubernetes' "Accessing the API from a Pod").
+const (
+	serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	// callTimeout bounds one API call.
+	callTimeout = 15 * time.Second
+)
+
+// ErrNotFound is a 404 of the API server; ErrConflict a 409 (the Secret
+// exists already on create, or changed since it was read on update).
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("conflict")
+)
+
+// Secret is the part of a core/v1 Secret this package reads and writes.
+type Secret struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   Metadata          `json:"metadata"`
+	Type       string            `json:"type,omitempty"`
+	Data       map[string][]byte `json:"data,omitempty"`
+}
+
+// Metadata is a Secret's ObjectMeta, in part.
+type Metadata struct {
+	Name            string            `json:"name"`
+	Namespace       string            `json:"namespace,omitempty"`
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	Annotations     map[string]string `json:"annotations,omitempty"`
+}
+
+// Client calls the API server for the Secrets of one namespace.
+type Client struct {
+	server    *url.URL
+	namespace string
+	token     func() (string, error)
+	http      *http.Client
+}
+
+// ClientConfig says where the API server is and how to authenticate; the
+// zero values mean the pod's own (InClusterConfig).
+type ClientConfig struct {
+	Server    string // https://host:port
+	TokenFile string // a bearer token, reread for every call (the kubelet rotates it)
+	CAFile    string // PEM bundle of the server's CA
+	Namespace string
+}
+
+// InClusterConfig is the pod's: KUBERNETES_SERVICE_HOST and _PORT, and its
+// service account's token, CA and namespace.
+func InClusterConfig() (ClientConfig, error) {
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" || port == "" {
+		return ClientConfig{}, errors.New("not in a Kubernetes pod: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set")
+	}
+	ns, err := os.ReadFile(serviceAccountDir + "/namespace")
+	if err != nil {
+		return ClientConfig{}, fmt.Errorf("the pod's namespace: %w (is automountServiceAccountToken false?)", err)
+	}
+	return ClientConfig{
+		Server:    "https://" + net.JoinHostPort(host, port),
+		TokenFile: serviceAccountDir + "/token",
+		CAFile:    serviceAccountDir + "/ca.crt",
+		Namespace: strings.TrimSpace(string(ns)),
+	}, nil
+}
+
+// NewClient makes a Client from a configuration.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	u, err := url.Parse(cfg.Server)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("API server %q: want https://host:port", cfg.Server)
+	}
+	if cfg.Namespace == "" {
+		return nil, errors.New("no namespace")
+	}
+	pem, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("CA bundle: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA bundle %s: no PEM certificate", cfg.CAFile)
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	transport.Proxy = nil // in-cluster calls never go through a proxy
+	tokenFile := cfg.TokenFile
+	return &Client{
+		server:    u,
+		namespace: cfg.Namespace,
+		token: func() (string, error) {
+			b, err := os.ReadFile(tokenFile)
+			if err != nil {
+				return "", fmt.Errorf("service account token: %w", err)
+			}
+			return strings.TrimSpace(string(b)), nil
+		},
+		http: &http.Client{Transport: transport, Timeout: callTimeout},
+	}, nil
+}
+
+// Namespace is the namespace the client works in.
+func (c *Client) Namespace() string { return c.namespace }
+
+// Get reads a Secret; ErrNotFound when there is none.
+func (c *Client) Get(ctx context.Context, name string) (*Secret, error) {
+	var s Secret
+	if err := c.do(ctx, http.MethodGet, name, "", nil, &s); err != nil {
+		return nil, fmt.Errorf("get secret %s/%s: %w", c.namespace, name, err)
+	}
+	return &s, nil
+}
+
+// Create creates a Secret; ErrConflict when one of that name exists.
+func (c *Client) Create(ctx context.Context, s *Secret) (*Secret, error) {
+	s.APIVersion, s.Kind, s.Metadata.Namespace = "v1", "Secret", c.namespace
+	var out Secret
+	if err := c.do(ctx, http.MethodPost, "", "application/json", s, &out); err != nil {
+		return nil, fmt.Errorf("create secret %s/%s: %w", c.namespace, s.Metadata.Name, err)
+	}
+	return &out, nil
+}
+
+// Update replaces a Secret read by Get; ErrConflict when it changed since.
+func (c *Client) Update(ctx context.Context, s *Secret) (*Secret, error) {
+	var out Secret
+	if err := c.do(ctx, http.MethodPut, s.Metadata.Name, "application/json", s, &out); err != nil {
+		return nil, fmt.Errorf("update secret %s/%s: %w", c.namespace, s.Metadata.Name, err)
+	}
+	return &out, nil
+}
+
+// Annotate merges annotations into a Secret's (a JSON merge patch).
+func (c *Client) Annotate(ctx context.Context, name string, annotations map[string]string) error {
+	patch := map[string]any{"metadata": map[string]any{"annotations": annotations}}
+	if err := c.do(ctx, http.MethodPatch, name, "application/merge-patch+json", patch, nil); err != nil {
+		return fmt.Errorf("annotate secret %s/%s: %w", c.namespace, name, err)
+	}
+	return nil
+}
+
+// status is the API server's error body (metav1.Status), in part.
+type status struct {
+	Message string `json:"message"`
+	Reason  string `json:"reason"`
+}
+
+func (c *Client) do(ctx context.Context, method, name, contentType string, in, out any) error {
+	path := "/api/v1/namespaces/" + url.PathEscape(c.namespace) + "/secrets"
+	if name != "" {
+		path += "/" + url.PathEscape(name)
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.server.JoinPath(path).String(), body)
+	if err != nil {
+		return err
+	}
+	token, err := c.token()
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var st status
+		_ = json.Unmarshal(raw, &st)
+		msg := st.Message
+		if msg == "" {
+			msg = http.StatusText(resp.StatusCode)
+		}
+		switch resp.StatusCode {
+		case http.StatusNotFound:
+			return fmt.Errorf("%w: %s", ErrNotFound, msg)
+		case http.StatusConflict:
+			return fmt.Errorf("%w: %s", ErrConflict, msg)
+		}
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("decode the answer: %w", err)
+		}
+	}
+	return nil
+}

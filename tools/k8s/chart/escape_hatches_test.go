@@ -1,0 +1,409 @@
+package chart
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The value set that uses every escape hatch (validate.sh installs it).
+const hatches = "ci/escape-hatches-values.yaml"
+
+// everyObjectValues adds, to the escape hatches' value set, the objects it
+// leaves out: the HPA (autoscaling), the tokens and subscribers Secrets the
+// chart renders from values, the Redis exporter's ServiceMonitor.
+var everyObjectValues = map[string]any{
+	"autoscaling": map[string]any{"enabled": true},
+	"redis":       map[string]any{"metrics": map[string]any{"enabled": true}},
+	"auth":        map[string]any{"tokens": []any{"sha256:" + strings.Repeat("ab", 32) + " name=ci"}},
+	"webhooks":    map[string]any{"subscribers": []any{"https://hooks.example.com/plants whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
+}
+
+func fromYAML(t testing.TB, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// commonLabels land on every object the chart renders, hooks and the test
+// pod included, and on every pod template; never in a selector.
+// commonAnnotations land on every object.
+func TestCommonLabelsAndAnnotationsOnEveryObject(t *testing.T) {
+	values := readYAML(t, chartDir+"/"+hatches)
+	common, _ := values["commonLabels"].(map[string]any)
+	annotations, _ := values["commonAnnotations"].(map[string]any)
+	if len(common) == 0 || len(annotations) == 0 {
+		t.Fatalf("%s sets no commonLabels or commonAnnotations", hatches)
+	}
+	r := mustRender(t, []string{hatches}, everyObjectValues)
+	kinds := map[string]bool{}
+	selectors := 0
+	for _, o := range r.Objects {
+		kinds[o.Kind()] = true
+		labels, _ := dig(o.Obj, "metadata", "labels").(map[string]any)
+		for k, v := range common {
+			if labels[k] != v {
+				t.Errorf("%s: label %s=%v, want commonLabels' %v", o, k, labels[k], v)
+			}
+		}
+		got, _ := dig(o.Obj, "metadata", "annotations").(map[string]any)
+		for k, v := range annotations {
+			if got[k] != v {
+				t.Errorf("%s: annotation %s=%v, want commonAnnotations' %v", o, k, got[k], v)
+			}
+		}
+		if podSpec(o) != nil && o.Kind() != "Pod" {
+			podLabels, _ := dig(o.Obj, "spec", "template", "metadata", "labels").(map[string]any)
+			for k, v := range common {
+				if own, ok := ownPodLabels(t, values, o)[k]; ok {
+					v = own // the pod's own labels win
+				}
+				if podLabels[k] != v {
+					t.Errorf("%s: pod template label %s=%v, want %v", o, k, podLabels[k], v)
+				}
+			}
+		}
+		walkSelectors(o.Obj, "", func(path string, sel any) {
+			selectors++
+			b, _ := yaml.Marshal(sel)
+			for k := range common {
+				if strings.Contains(string(b), k+":") {
+					t.Errorf("%s: commonLabels' %s in the selector %s:\n%s", o, k, path, b)
+				}
+			}
+		})
+	}
+	// The Secrets the hook Job creates are not rendered: it labels and annotates them.
+	args := map[string]bool{}
+	for _, c := range list(podSpec(r.get(t, "Job", "plantstore-secrets")), "containers") {
+		for _, a := range list(c.(map[string]any), "args") {
+			args[a.(string)] = true
+		}
+	}
+	for k, v := range common {
+		if a := fmt.Sprintf("--label=%s=%s", k, v); !args[a] {
+			t.Errorf("the secrets Job has no %s", a)
+		}
+	}
+	for k, v := range annotations {
+		if a := fmt.Sprintf("--annotation=%s=%s", k, v); !args[a] {
+			t.Errorf("the secrets Job has no %s", a)
+		}
+	}
+	for _, k := range []string{"Deployment", "StatefulSet", "Service", "ConfigMap", "Secret", "ServiceAccount", "Job", "Role", "RoleBinding",
+		"Pod", "NetworkPolicy", "PodDisruptionBudget", "HorizontalPodAutoscaler", "Ingress", "ServiceMonitor", "PrometheusRule"} {
+		if !kinds[k] {
+			t.Errorf("no %s rendered: the check does not cover every kind of the chart", k)
+		}
+	}
+	if selectors < 10 {
+		t.Errorf("only %d selectors seen: the selector check does not look where it should", selectors)
+	}
+}
+
+// ownPodLabels are the labels the values give a workload's pods, which win
+// over commonLabels.
+func ownPodLabels(t testing.TB, values map[string]any, o object) map[string]any {
+	var m any
+	switch str(o.Obj, "spec", "template", "metadata", "labels", "app.kubernetes.io/component") {
+	case "api":
+		m = values["podLabels"]
+	case "migrate":
+		m = dig(values, "migration", "podLabels")
+	case "secrets":
+		m = dig(values, "secretsJob", "podLabels")
+	}
+	out, _ := m.(map[string]any)
+	return out
+}
+
+// walkSelectors calls f with every label selector in an object: a
+// selector, podSelector, namespaceSelector or labelSelector field.
+func walkSelectors(v any, path string, f func(string, any)) {
+	switch n := v.(type) {
+	case map[string]any:
+		for k, c := range n {
+			switch k {
+			case "selector", "podSelector", "namespaceSelector", "labelSelector":
+				f(path+"."+k, c)
+				continue
+			}
+			walkSelectors(c, path+"."+k, f)
+		}
+	case []any:
+		for i, c := range n {
+			walkSelectors(c, fmt.Sprintf("%s[%d]", path, i), f)
+		}
+	}
+}
+
+// The schema refuses commonLabels that would replace the chart's own
+// labels, which selectors match on.
+func TestCommonLabelsCannotReplaceTheChartsLabels(t *testing.T) {
+	for _, k := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "helm.sh/chart"} {
+		_, err := renderTemplate(t, nil, map[string]any{"commonLabels": map[string]any{k: "x"}})
+		if err == nil || !strings.Contains(err.Error(), "commonLabels") {
+			t.Errorf("commonLabels %s: err = %v, want the schema's refusal", k, err)
+		}
+	}
+}
+
+// images returns the image of every container and init container of every
+// pod the render holds.
+func images(r rendered) map[string]string {
+	out := map[string]string{}
+	for _, o := range r.Objects {
+		spec := podSpec(o)
+		for _, key := range []string{"initContainers", "containers"} {
+			for _, c := range list(spec, key) {
+				out[o.Kind()+"/"+o.Name()+"/"+str(c.(map[string]any), "name")] = str(c.(map[string]any), "image")
+			}
+		}
+	}
+	return out
+}
+
+// global.imageRegistry takes every image the chart renders, for every value
+// set of ci/, wherever its repository says it comes from; without it the
+// images are what they were.
+func TestGlobalImageRegistryTakesEveryImage(t *testing.T) {
+	const mirror = "mirror.example.internal/hub"
+	for _, set := range valueSets(t) {
+		t.Run(set, func(t *testing.T) {
+			r := mustRender(t, []string{set}, map[string]any{"global": map[string]any{"imageRegistry": mirror}})
+			imgs := images(r)
+			if len(imgs) == 0 {
+				t.Fatal("no containers rendered")
+			}
+			for where, img := range imgs {
+				if !strings.HasPrefix(img, mirror+"/") {
+					t.Errorf("%s: image %q not from global.imageRegistry %s", where, img, mirror)
+				}
+			}
+		})
+	}
+	appVersion := str(readYAML(t, chartDir+"/Chart.yaml"), "appVersion")
+	for _, c := range []struct {
+		name   string
+		values map[string]any
+		want   map[string]string // container (kind/name/container) to image
+	}{
+		{"defaults", nil, map[string]string{
+			"Deployment/plantstore/plantstore":              "ghcr.io/plantstore/plantstore:" + appVersion,
+			"StatefulSet/plantstore-redis/redis":            "redis:7.2-alpine",
+			"Pod/plantstore-test-create-plant/create-plant": "curlimages/curl:8.11.1",
+			"Job/plantstore-migrate/migrate":                "ghcr.io/plantstore/plantstore:" + appVersion,
+			"Job/plantstore-secrets/ensure-secrets":         "ghcr.io/plantstore/plantstore:" + appVersion,
+		}},
+		{"global.imageRegistry", map[string]any{"global": map[string]any{"imageRegistry": "mirror.example:5000/"}}, map[string]string{
+			"Deployment/plantstore/plantstore":              "mirror.example:5000/plantstore/plantstore:" + appVersion,
+			"StatefulSet/plantstore-redis/redis":            "mirror.example:5000/redis:7.2-alpine",
+			"Pod/plantstore-test-create-plant/create-plant": "mirror.example:5000/curlimages/curl:8.11.1",
+			"Job/plantstore-secrets/ensure-secrets":         "mirror.example:5000/plantstore/plantstore:" + appVersion,
+		}},
+		{"each image's registry, global.imageRegistry winning", map[string]any{
+			"global": map[string]any{"imageRegistry": "mirror.example"},
+			"image":  map[string]any{"registry": "ignored.example", "digest": "sha256:" + strings.Repeat("0", 64)},
+			"redis":  map[string]any{"image": map[string]any{"registry": "ignored.example", "repository": "docker.io/library/redis"}},
+		}, map[string]string{
+			"Deployment/plantstore/plantstore":   "mirror.example/plantstore/plantstore:" + appVersion + "@sha256:" + strings.Repeat("0", 64),
+			"StatefulSet/plantstore-redis/redis": "mirror.example/library/redis:7.2-alpine",
+		}},
+		{"each image's registry", map[string]any{
+			"image": map[string]any{"registry": "one.example"},
+			"redis": map[string]any{"image": map[string]any{"registry": "two.example/proxy", "repository": "localhost/redis"}},
+			"tests": map[string]any{"image": map[string]any{"registry": "three.example", "repository": "localhost:5000/curlimages/curl"}},
+		}, map[string]string{
+			"Deployment/plantstore/plantstore":              "one.example/plantstore/plantstore:" + appVersion,
+			"StatefulSet/plantstore-redis/redis":            "two.example/proxy/redis:7.2-alpine",
+			"Pod/plantstore-test-create-plant/create-plant": "three.example/curlimages/curl:8.11.1",
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			imgs := images(mustRender(t, nil, c.values))
+			for where, want := range c.want {
+				if imgs[where] != want {
+					t.Errorf("%s: image %q, want %q", where, imgs[where], want)
+				}
+			}
+		})
+	}
+}
+
+// global.imagePullSecrets and imagePullSecrets, names or {name}, reach every
+// pod, each name once.
+func TestImagePullSecretsOnEveryPod(t *testing.T) {
+	r := mustRender(t, []string{hatches}, everyObjectValues, map[string]any{"imagePullSecrets": []any{
+		map[string]any{"name": "ghcr-pull"}, map[string]any{"name": "mirror-pull"},
+	}})
+	pods := 0
+	for _, o := range r.Objects {
+		spec := podSpec(o)
+		if spec == nil {
+			continue
+		}
+		pods++
+		var names []string
+		for _, s := range list(spec, "imagePullSecrets") {
+			names = append(names, str(s.(map[string]any), "name"))
+		}
+		if want := []string{"mirror-pull", "ghcr-pull"}; !reflect.DeepEqual(names, want) {
+			t.Errorf("%s: imagePullSecrets %v, want %v", o, names, want)
+		}
+	}
+	if pods < 5 {
+		t.Errorf("%d pods checked, want the API, Redis, the two Jobs and the test pod", pods)
+	}
+}
+
+// Each hatch of the value set lands where it should, and extraEnv and
+// extraArgs keep working beside them.
+func TestEscapeHatchesLandWhereTheyShould(t *testing.T) {
+	values := readYAML(t, chartDir+"/"+hatches)
+	r := mustRender(t, []string{hatches}, map[string]any{
+		"extraEnv":  []any{map[string]any{"name": "EXTRA_ONE", "value": "1"}},
+		"extraArgs": []any{"--log-level=debug"},
+	})
+	api := r.get(t, "Deployment", "plantstore")
+	spec := podSpec(api)
+	names := func(key string) []string {
+		var out []string
+		for _, c := range list(spec, key) {
+			out = append(out, str(c.(map[string]any), "name"))
+		}
+		return out
+	}
+	if got, want := names("initContainers"), []string{"check-config", "log-shipper"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("initContainers %v, want %v", got, want)
+	}
+	if got, want := names("containers"), []string{"plantstore", "proxy"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("containers %v, want %v (the service, then sidecars)", got, want)
+	}
+	main := list(spec, "containers")[0].(map[string]any)
+	// The init container's image is a template of the value set: rendered.
+	if got, want := str(list(spec, "initContainers")[0].(map[string]any), "image"), str(main, "image"); got != want {
+		t.Errorf("templated init container image %q, want the service's %q", got, want)
+	}
+	var volumes []string
+	for _, v := range list(spec, "volumes") {
+		volumes = append(volumes, str(v.(map[string]any), "name"))
+	}
+	if !contains(volumes, "scratch") || !contains(volumes, "tokens") {
+		t.Errorf("volumes %v, want the chart's and extraVolumes' scratch", volumes)
+	}
+	var mounts []string
+	for _, m := range list(main, "volumeMounts") {
+		mounts = append(mounts, str(m.(map[string]any), "mountPath"))
+	}
+	if !contains(mounts, "/var/scratch") || !contains(mounts, "/etc/plantstore/tokens") {
+		t.Errorf("the service's mounts %v, want the chart's and extraVolumeMounts' /var/scratch", mounts)
+	}
+	wantEnvFrom := []any{
+		map[string]any{"configMapRef": map[string]any{"name": "plantstore-extra-env"}},
+		map[string]any{"secretRef": map[string]any{"name": "plantstore-extra-secret-env"}, "prefix": "EXTRA_"},
+	}
+	if got := list(main, "envFrom"); !reflect.DeepEqual(got, wantEnvFrom) {
+		t.Errorf("envFrom %v, want %v", got, wantEnvFrom)
+	}
+	env := list(main, "env")
+	if last := env[len(env)-1].(map[string]any); str(last, "name") != "EXTRA_ONE" {
+		t.Errorf("extraEnv not last in env: %v", last)
+	}
+	if args := list(main, "args"); !reflect.DeepEqual(args, []any{"--log-level=debug"}) {
+		t.Errorf("extraArgs: args %v", args)
+	}
+	if got, want := dig(api.Obj, "spec", "strategy"), values["updateStrategy"]; !reflect.DeepEqual(got, want) {
+		t.Errorf("strategy %v, want updateStrategy %v", got, want)
+	}
+	wantSpread := deepCopy(t, map[string]any{"l": values["topologySpreadConstraints"]})["l"].([]any)
+	dig(wantSpread[0].(map[string]any), "labelSelector", "matchLabels").(map[string]any)["app.kubernetes.io/instance"] = releaseName
+	if got := list(spec, "topologySpreadConstraints"); !reflect.DeepEqual(got, wantSpread) {
+		t.Errorf("topologySpreadConstraints %v, want the value's alone %v", got, wantSpread)
+	}
+
+	job := r.get(t, "Job", "plantstore-migrate")
+	jobSpec := podSpec(job)
+	mig := values["migration"].(map[string]any)
+	for k, v := range mig["podAnnotations"].(map[string]any) {
+		if got := dig(job.Obj, "spec", "template", "metadata", "annotations", k); got != v {
+			t.Errorf("migration pod annotation %s=%v, want %v", k, got, v)
+		}
+	}
+	for k, v := range mig["podLabels"].(map[string]any) {
+		if got := dig(job.Obj, "spec", "template", "metadata", "labels", k); got != v {
+			t.Errorf("migration pod label %s=%v, want %v", k, got, v)
+		}
+	}
+	for _, k := range []string{"nodeSelector", "tolerations", "affinity"} {
+		if got := jobSpec[k]; !reflect.DeepEqual(got, mig[k]) {
+			t.Errorf("migration pod %s %v, want migration.%s %v", k, got, k, mig[k])
+		}
+	}
+	// The Job's selector-like labels stay the chart's: its NetworkPolicy still selects it.
+	if got := str(job.Obj, "spec", "template", "metadata", "labels", "app.kubernetes.io/component"); got != "migrate" {
+		t.Errorf("migration pod component %q", got)
+	}
+}
+
+// Without migration.nodeSelector and migration.tolerations the Job's pod
+// takes the API pods' (as before), never their affinity.
+func TestMigrationJobFallsBackToTheAPIPodsPlacement(t *testing.T) {
+	nodeSelector := map[string]any{"pool": "plants"}
+	tolerations := []any{map[string]any{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}}
+	r := mustRender(t, nil, map[string]any{
+		"nodeSelector": nodeSelector, "tolerations": tolerations,
+		"affinity": map[string]any{"podAntiAffinity": map[string]any{}},
+	})
+	spec := podSpec(r.get(t, "Job", "plantstore-migrate"))
+	if !reflect.DeepEqual(spec["nodeSelector"], nodeSelector) || !reflect.DeepEqual(spec["tolerations"], tolerations) {
+		t.Errorf("migration pod nodeSelector %v tolerations %v, want the API pods'", spec["nodeSelector"], spec["tolerations"])
+	}
+	if spec["affinity"] != nil {
+		t.Errorf("migration pod affinity %v, want none", spec["affinity"])
+	}
+}
+
+// The Deployment's strategy and topology spread render as before by default;
+// Recreate drops the default's rollingUpdate (the API server refuses both).
+func TestDefaultStrategyAndSpreadUnchanged(t *testing.T) {
+	api := mustRender(t, nil).get(t, "Deployment", "plantstore")
+	want := fromYAML(t, "type: RollingUpdate\nrollingUpdate: {maxUnavailable: 0, maxSurge: 1}\n")
+	if got := dig(api.Obj, "spec", "strategy"); !reflect.DeepEqual(got, want) {
+		t.Errorf("default strategy %v, want %v", got, want)
+	}
+	spread := list(podSpec(api), "topologySpreadConstraints")
+	var keys []string
+	for _, c := range spread {
+		keys = append(keys, str(c.(map[string]any), "topologyKey"))
+		if got := str(c.(map[string]any), "whenUnsatisfiable"); got != "ScheduleAnyway" {
+			t.Errorf("derived constraint whenUnsatisfiable %q", got)
+		}
+	}
+	if want := []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"}; !reflect.DeepEqual(keys, want) {
+		t.Errorf("default spread over %v, want %v", keys, want)
+	}
+
+	api = mustRender(t, nil, map[string]any{"updateStrategy": map[string]any{"type": "Recreate"}}).get(t, "Deployment", "plantstore")
+	if got, want := dig(api.Obj, "spec", "strategy"), map[string]any{"type": "Recreate"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Recreate strategy %v, want %v", got, want)
+	}
+	api = mustRender(t, nil, map[string]any{"topologySpread": map[string]any{"enabled": false}}).get(t, "Deployment", "plantstore")
+	if got := podSpec(api)["topologySpreadConstraints"]; got != nil {
+		t.Errorf("topologySpread.enabled=false: constraints %v", got)
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

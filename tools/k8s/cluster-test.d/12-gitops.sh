@@ -1,0 +1,134 @@
+# shellcheck shell=bash
+# The chart as GitOps tools apply it, and the Secrets it generates kept
+# through everything a release goes through.
+# 1. As Argo CD syncs it: rendered with `helm template` (no cluster to look
+#    up), its Helm hooks mapped to Argo CD's phases and waves
+#    (cmd/k8s-gitops-phases), every step applied with server-side apply, the
+#    hooks deleted by their policies. Two syncs of the same values: the same
+#    bytes rendered, a create works after each, the token and the Redis
+#    password unchanged, no pod replaced and no Deployment or StatefulSet
+#    changed by the second.
+# 2. With Helm: install, upgrade, rollback, uninstall and install again: the
+#    generated token and Redis password the same throughout, and the plants
+#    written before the uninstall readable after the reinstall (the PVC and
+#    the password outlive the release).
+# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
+
+GITOPS_NS=gitops
+GITOPS_VALUES=(--set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}")
+
+# gitops_secret NS NAME KEY: a Secret's value, base64 as stored.
+gitops_secret() { kubectl get secret -n "$1" "$2" -o jsonpath="{.data.${3//./\\.}}" 2>/dev/null; }
+# gitops_state NS: what a sync that changes nothing must leave alone: the
+# token, the Redis password, the pods (UIDs) and the workloads' generations.
+gitops_state() {
+  echo "token=$(gitops_secret "$1" "$REL-tokens" tokens | sha256sum | cut -c1-12)"
+  echo "password=$(gitops_secret "$1" "$REL-redis" redis-password | sha256sum | cut -c1-12)"
+  kubectl get pods -n "$1" -l "app.kubernetes.io/instance=$REL,app.kubernetes.io/component in (api,redis)" -o jsonpath='{range .items[*]}pod={.metadata.name}/{.metadata.uid}{"\n"}{end}' | sort
+  kubectl get deployment,statefulset -n "$1" -o jsonpath='{range .items[*]}{.kind}={.metadata.name}/generation={.metadata.generation}{"\n"}{end}' | sort
+}
+# gitops_create NS ID: create a plant through the Service from the node with
+# the generated token; prints the HTTP code.
+gitops_create() {
+  local ip token
+  ip=$(kubectl get svc -n "$1" "$REL" -o jsonpath='{.spec.clusterIP}')
+  token=$(kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}')
+  nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X POST "http://$ip:8080/plants" \
+    -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "{\"id\": $2, \"name\": \"gitops-$2\"}"
+}
+gitops_read() {
+  local ip token
+  ip=$(kubectl get svc -n "$1" "$REL" -o jsonpath='{.spec.clusterIP}')
+  token=$(kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}')
+  nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 -o /dev/null -w '%{http_code}' "http://$ip:8080/plants/$2" -H "Authorization: Bearer $token"
+}
+
+# argo_sync NS N: one sync as Argo CD runs it; prints the rendered file.
+argo_sync() {
+  local ns=$1 dir=$CLUSTER_DIR/gitops/sync-$2 file phase wave policies hooks=() jobs j
+  rm -rf "$dir" && mkdir -p "$dir"
+  helm template "$REL" "$CHART" -n "$ns" "${GITOPS_VALUES[@]}" >"$dir/rendered.yaml" || return 1
+  k8s-gitops-phases -out "$dir/steps" <"$dir/rendered.yaml" >"$dir/plan" || return 1
+  while IFS=$'\t' read -r file phase wave policies; do
+    if [[ $phase != Sync && $policies == *BeforeHookCreation* ]]; then
+      kubectl delete -n "$ns" -f "$file" --ignore-not-found --wait=true >/dev/null || return 1
+    fi
+    kubectl apply -n "$ns" --server-side --field-manager=argocd-controller --force-conflicts -f "$file" >"$dir/apply-$phase-$wave.log" || return 1
+    if [[ $phase != Sync ]]; then
+      # A hook step is done when its Jobs are.
+      jobs=$(kubectl get -n "$ns" -f "$file" -o name | grep '^job' || true)
+      for j in $jobs; do
+        kubectl wait -n "$ns" --for=condition=Complete "$j" --timeout=180s >/dev/null || { kubectl logs -n "$ns" "$j" | tail -n 5; return 1; }
+      done
+      [[ $policies != *HookSucceeded* ]] || hooks+=("$file")
+    else
+      kubectl rollout status -n "$ns" deployment/"$REL" --timeout=180s >/dev/null || return 1
+      kubectl rollout status -n "$ns" statefulset/"$REL-redis" --timeout=180s >/dev/null || return 1
+    fi
+  done <"$dir/plan"
+  local h
+  for h in "${hooks[@]}"; do kubectl delete -n "$ns" -f "$h" --ignore-not-found --wait=false >/dev/null; done
+  echo "$dir/rendered.yaml"
+}
+
+stage "GitOps: two syncs as Argo CD applies the chart (helm template, hooks as phases, server-side apply)"
+restricted_ns "$GITOPS_NS"
+t=$SECONDS
+if r1=$(argo_sync "$GITOPS_NS" 1); then
+  pass "first sync in $((SECONDS - t))s: $(grep -c . "$CLUSTER_DIR/gitops/sync-1/plan") steps ($(cut -f2,3 "$CLUSTER_DIR/gitops/sync-1/plan" | tr '\t\n' ': '))"
+else
+  fail "first sync"; r1=''
+fi
+code1=$(gitops_create "$GITOPS_NS" 710001)
+before=$(gitops_state "$GITOPS_NS")
+sleep 2
+t=$SECONDS
+if r2=$(argo_sync "$GITOPS_NS" 2); then pass "second sync in $((SECONDS - t))s"; else fail "second sync"; r2=''; fi
+code2=$(gitops_create "$GITOPS_NS" 710002)
+after=$(gitops_state "$GITOPS_NS")
+same_render=no
+[[ -n $r1 && -n $r2 ]] && cmp -s "$r1" "$r2" && same_render=yes
+changed=$(diff <(echo "$before") <(echo "$after") | grep -c '^>' || true)
+figures "gitops-argo syncs=2 same_render=$same_render create_after_sync1=$code1 create_after_sync2=$code2 changed_by_sync2=$changed pods=$(grep -c '^pod=' <<<"$after")"
+if [[ $same_render == yes ]]; then pass "helm template rendered the same bytes for both syncs"; else fail "the two syncs rendered different manifests"; fi
+if [[ $code1 == 200 && $code2 == 200 ]]; then pass "a create after each sync: 200, 200"; else fail "creates after the syncs: $code1, $code2"; fi
+if ((changed == 0)) && grep -q '^token=' <<<"$after"; then
+  pass "the second sync changed nothing: token, Redis password, $(grep -c '^pod=' <<<"$after") pods (UIDs) and the workloads' generations as before"
+else
+  fail "the second sync changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ')"
+fi
+kubectl delete namespace "$GITOPS_NS" --wait=false >/dev/null
+
+stage "GitOps: the generated Secrets through helm install, upgrade, rollback, uninstall and install again"
+HK_NS=gitops-helm
+restricted_ns "$HK_NS"
+declare -A seen=()
+step_ok=0 step_n=0
+# hk_step NAME CMD...: run a Helm command, then record the token and
+# password and create a plant.
+hk_step() {
+  local name=$1 code; shift
+  step_n=$((step_n + 1))
+  if ! "$@" >"$CLUSTER_DIR/logs/gitops-helm-$name.log" 2>&1; then
+    fail "helm $name"; tail -n 15 "$CLUSTER_DIR/logs/gitops-helm-$name.log"; return
+  fi
+  seen[$name]="$(gitops_state "$HK_NS" | grep -e '^token=' -e '^password=' | tr '\n' ' ')"
+  code=$(gitops_create "$HK_NS" "$((720000 + step_n))")
+  [[ $code != 200 ]] || step_ok=$((step_ok + 1))
+}
+hk_step install helm install "$REL" "$CHART" -n "$HK_NS" "${GITOPS_VALUES[@]}" --wait --timeout 240s
+hk_step upgrade helm upgrade "$REL" "$CHART" -n "$HK_NS" "${GITOPS_VALUES[@]}" --set-string podAnnotations.step=upgrade --wait --timeout 240s
+hk_step rollback helm rollback "$REL" 1 -n "$HK_NS" --wait --timeout 240s
+hk_step uninstall helm uninstall "$REL" -n "$HK_NS" --wait --timeout 240s
+left=$(kubectl get secrets -n "$HK_NS" -o name | grep -c -e "/$REL-tokens\$" -e "/$REL-redis\$" -e "/$REL-test-reader\$" || true)
+hk_step reinstall helm install "$REL" "$CHART" -n "$HK_NS" "${GITOPS_VALUES[@]}" --wait --timeout 240s
+old_plant=$(gitops_read "$HK_NS" 720001)
+distinct=$(printf '%s\n' "${seen[@]}" | sort -u | grep -c .)
+figures "gitops-helm steps=install,upgrade,rollback,uninstall,reinstall creates_ok=$step_ok/$((step_n - 1)) secrets_after_uninstall=$left distinct_token_password=$distinct plant_before_uninstall_after_reinstall=$old_plant"
+# The uninstall's create cannot succeed (no Service): step_n - 1 creates.
+if ((step_ok == step_n - 1)); then pass "a create after install, upgrade, rollback and the reinstall: all 200"; else fail "creates: $step_ok of $((step_n - 1)) answered 200"; fi
+if ((left == 3)); then pass "helm uninstall left the three generated Secrets (resource-policy keep)"; else fail "after helm uninstall $left of 3 generated Secrets left"; fi
+if ((distinct == 1)); then pass "token and Redis password the same through install, upgrade, rollback, uninstall and reinstall"; else fail "token/password changed: $(printf '%s=%s; ' "${!seen[@]}" "${seen[@]}")"; fi
+if [[ $old_plant == 200 ]]; then pass "the plant written after install is readable after uninstall and reinstall (200)"; else fail "the plant written before the uninstall: $old_plant after the reinstall"; fi
+helm uninstall "$REL" -n "$HK_NS" --wait --timeout 120s >/dev/null 2>&1 || true
+kubectl delete namespace "$HK_NS" --wait=false >/dev/null
