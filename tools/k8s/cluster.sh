@@ -102,8 +102,10 @@ build() {
   # Seconds from Go's build cache, so always rebuilt.
   # Prometheus and the Prometheus Operator, Jaeger and the OpenTelemetry
   # Collector, for the images of the Prometheus and tracing scenarios
-  # (cluster-test.d/60-prometheus.sh, 65-tracing.sh); the same cache directory.
-  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader jaeger otelcol >/dev/null
+  # (cluster-test.d/60-prometheus.sh, 65-tracing.sh), and Flux's controllers
+  # for the Flux scenario (15-flux.sh); the same cache directory.
+  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader jaeger otelcol \
+    source-controller helm-controller >/dev/null
   (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-webhook-receiver ./cmd/k8s-gitops-phases)
   # The node's registry, from the release tools' module.
   (cd "$REPO/tools/release" && go build -trimpath -o "$BIN/" github.com/distribution/distribution/v3/cmd/registry)
