@@ -243,10 +243,11 @@ up() {
   kubectl apply -f "$TOOLS_MOD/node/coredns-rbac.yaml" -f "$TOOLS_MOD/node/local-storage.yaml" >/dev/null
   # One volume a Redis of a scenario claims: the volumes are kept (Retain)
   # after their namespaces go, so every install that enables Redis
-  # persistence uses one up (install, values, overlays, netpol, prometheus,
-  # skaffold and a person's own installs).
+  # persistence uses one up (release, install, gitops, flux, values,
+  # overlays, netpol, prometheus, tracing, skaffold: 14-16 in a full run,
+  # and a person's own installs).
   local PV
-  for PV in $(seq 1 16); do
+  for PV in $(seq 1 24); do
     mkdir -p "$DIR/local-pv/pv$PV"
     render local-pv.yaml
     echo ---
