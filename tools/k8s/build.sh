@@ -9,6 +9,7 @@
 #                                 kube-proxy coredns metrics-server skaffold kube-router
 #                                 prometheus prometheus-operator
 #                                 prometheus-config-reloader jaeger otelcol
+#                                 source-controller helm-controller
 #
 # Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
 set -euo pipefail
@@ -53,6 +54,10 @@ declare -A OWN=(
   # Jaeger v2 from its v1.76.0 module, the commit its v2.13.0 release is built from.
   [jaeger]="jaeger github.com/jaegertracing/jaeger/cmd/jaeger static -X github.com/jaegertracing/jaeger/internal/version.latestVersion=v2.13.0"
   [otelcol]="otelcol . static"
+  # Flux's controllers, one module (tools/k8s/flux); static as Flux's own
+  # images, so the two share every compiled package.
+  [source-controller]="flux github.com/fluxcd/source-controller static"
+  [helm-controller]="flux github.com/fluxcd/helm-controller static"
 )
 key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
 BIN=$CACHE/bin/$key
