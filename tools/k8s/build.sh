@@ -8,7 +8,8 @@
 #                                 kube-controller-manager kube-scheduler kubelet
 #                                 kube-proxy coredns metrics-server skaffold kube-router
 #                                 prometheus prometheus-operator
-#                                 prometheus-config-reloader jaeger otelcol redis-exporter
+#                                 prometheus-config-reloader jaeger otelcol
+#                                 source-controller helm-controller redis-exporter
 #
 # Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
 set -euo pipefail
@@ -53,6 +54,10 @@ declare -A OWN=(
   # Jaeger v2 from its v1.76.0 module, the commit its v2.13.0 release is built from.
   [jaeger]="jaeger github.com/jaegertracing/jaeger/cmd/jaeger static -X github.com/jaegertracing/jaeger/internal/version.latestVersion=v2.13.0"
   [otelcol]="otelcol . static"
+  # Flux's controllers, one module (tools/k8s/flux); static as Flux's own
+  # images, so the two share every compiled package.
+  [source-controller]="flux github.com/fluxcd/source-controller static"
+  [helm-controller]="flux github.com/fluxcd/helm-controller static"
   # The chart's optional Redis exporter (redis.metrics): its v1.61.0 release, stamped as its release build is.
   [redis-exporter]="redis-exporter github.com/oliver006/redis_exporter static -X main.BuildVersion=v1.61.0 -X main.BuildCommitSha=e9871c1465679cd3543953f57bd4d015bc73c990 -X main.BuildDate=2024-06-09T17:23:45Z"
 )

@@ -101,10 +101,12 @@ build() {
     kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router policy-controller | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
   # Prometheus and the Prometheus Operator, Jaeger and the OpenTelemetry
-  # Collector, the Redis exporter, for the images of the Prometheus and
-  # tracing scenarios (cluster-test.d/60-prometheus.sh, 65-tracing.sh); the
-  # same cache directory.
-  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader jaeger otelcol redis-exporter >/dev/null
+  # Collector, for the images of the Prometheus and tracing scenarios
+  # (cluster-test.d/60-prometheus.sh, 65-tracing.sh), the Redis exporter's for
+  # the Prometheus scenario, and Flux's controllers for the Flux scenario
+  # (15-flux.sh); the same cache directory.
+  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader jaeger otelcol \
+    source-controller helm-controller redis-exporter >/dev/null
   (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-webhook-receiver ./cmd/k8s-gitops-phases)
   # The node's registry, from the release tools' module.
   (cd "$REPO/tools/release" && go build -trimpath -o "$BIN/" github.com/distribution/distribution/v3/cmd/registry)
@@ -242,10 +244,11 @@ up() {
   kubectl apply -f "$TOOLS_MOD/node/coredns-rbac.yaml" -f "$TOOLS_MOD/node/local-storage.yaml" >/dev/null
   # One volume a Redis of a scenario claims: the volumes are kept (Retain)
   # after their namespaces go, so every install that enables Redis
-  # persistence uses one up (install, values, overlays, netpol, prometheus,
-  # skaffold and a person's own installs).
+  # persistence uses one up (release, install, gitops, flux, values,
+  # overlays, netpol, prometheus, tracing, skaffold: 14-16 in a full run,
+  # and a person's own installs).
   local PV
-  for PV in $(seq 1 16); do
+  for PV in $(seq 1 24); do
     mkdir -p "$DIR/local-pv/pv$PV"
     render local-pv.yaml
     echo ---
