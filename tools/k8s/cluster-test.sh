@@ -248,6 +248,26 @@ load_verdict() {
 
 ms() { date +%s%3N; }
 
+# node_curl ARGS...: curl from the node (a Service's ClusterIP is routed there).
+node_curl() { nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 "$@"; }
+# api_token NS: the first raw token of the release's tokens Secret.
+api_token() { kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}'; }
+# node_plant NS METHOD ID: POST (a plant named plant-ID) or GET /plants/ID
+# through the release's Service, from the node, with api_token; prints the
+# HTTP code (000 when nothing answers).
+node_plant() {
+  local ip token args=()
+  ip=$(kubectl get svc -n "$1" "$REL" -o jsonpath='{.spec.clusterIP}' 2>/dev/null) || true
+  token=$(api_token "$1") || true
+  if [[ $2 == POST ]]; then
+    args=(-X POST "http://$ip:8080/plants" -H 'Content-Type: application/json' -d "{\"id\": $3, \"name\": \"plant-$3\"}")
+  else
+    args=("http://$ip:8080/plants/$3")
+  fi
+  node_curl -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "${args[@]}" || true
+}
+
+
 # later FN: call FN after the last scenario file, before teardown. A scenario
 # whose last check is a long wait (the Prometheus alert resolving) starts
 # that wait in the background and checks it here, so the scenarios after it

@@ -64,10 +64,6 @@ else
   pass "$NOW refused under another key: $(grep -m1 'verify: FAIL' "$CLUSTER_DIR/logs/verify-other-key.log" | sed 's/^verify: FAIL //')"
 fi
 
-# From the node (the Service's ClusterIP is routed there), with jq at hand.
-node_curl() { nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 "$@"; }
-api_token() { kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}'; }
-
 # api_images NS: the image ids the API pods run, one a line (pods still
 # terminating after a rollout are not counted).
 api_images() {

@@ -27,22 +27,6 @@ gitops_state() {
   kubectl get pods -n "$1" -l "app.kubernetes.io/instance=$REL,app.kubernetes.io/component in (api,redis)" -o jsonpath='{range .items[*]}pod={.metadata.name}/{.metadata.uid}{"\n"}{end}' | sort
   kubectl get deployment,statefulset -n "$1" -o jsonpath='{range .items[*]}{.kind}={.metadata.name}/generation={.metadata.generation}{"\n"}{end}' | sort
 }
-# gitops_create NS ID: create a plant through the Service from the node with
-# the generated token; prints the HTTP code.
-gitops_create() {
-  local ip token
-  ip=$(kubectl get svc -n "$1" "$REL" -o jsonpath='{.spec.clusterIP}')
-  token=$(kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}')
-  nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X POST "http://$ip:8080/plants" \
-    -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "{\"id\": $2, \"name\": \"gitops-$2\"}"
-}
-gitops_read() {
-  local ip token
-  ip=$(kubectl get svc -n "$1" "$REL" -o jsonpath='{.spec.clusterIP}')
-  token=$(kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}')
-  nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 -o /dev/null -w '%{http_code}' "http://$ip:8080/plants/$2" -H "Authorization: Bearer $token"
-}
-
 # argo_sync NS N: one sync as Argo CD runs it; prints the rendered file.
 argo_sync() {
   local ns=$1 dir=$CLUSTER_DIR/gitops/sync-$2 file phase wave policies hooks=() jobs j
@@ -80,12 +64,12 @@ if r1=$(argo_sync "$GITOPS_NS" 1); then
 else
   fail "first sync"; r1=''
 fi
-code1=$(gitops_create "$GITOPS_NS" 710001) || true
+code1=$(node_plant "$GITOPS_NS" POST 710001) || true
 before=$(gitops_state "$GITOPS_NS")
 sleep 2
 t=$SECONDS
 if r2=$(argo_sync "$GITOPS_NS" 2); then pass "second sync in $((SECONDS - t))s"; else fail "second sync"; r2=''; fi
-code2=$(gitops_create "$GITOPS_NS" 710002) || true
+code2=$(node_plant "$GITOPS_NS" POST 710002) || true
 after=$(gitops_state "$GITOPS_NS")
 same_render=no
 [[ -n $r1 && -n $r2 ]] && cmp -s "$r1" "$r2" && same_render=yes
@@ -115,7 +99,7 @@ hk_step() {
   fi
   seen[$name]="$(gitops_state "$HK_NS" | grep -e '^token=' -e '^password=' | tr '\n' ' ')"
   # After the uninstall there is no Service: curl fails, the code is 000.
-  code=$(gitops_create "$HK_NS" "$((720000 + step_n))") || true
+  code=$(node_plant "$HK_NS" POST "$((720000 + step_n))") || true
   [[ $code != 200 ]] || step_ok=$((step_ok + 1))
 }
 hk_step install helm install "$REL" "$CHART" -n "$HK_NS" "${GITOPS_VALUES[@]}" --wait --timeout 240s
@@ -124,7 +108,7 @@ hk_step rollback helm rollback "$REL" 1 -n "$HK_NS" --wait --timeout 240s
 hk_step uninstall helm uninstall "$REL" -n "$HK_NS" --wait --timeout 240s
 left=$(kubectl get secrets -n "$HK_NS" -o name | grep -c -e "/$REL-tokens\$" -e "/$REL-redis\$" -e "/$REL-test-reader\$" || true)
 hk_step reinstall helm install "$REL" "$CHART" -n "$HK_NS" "${GITOPS_VALUES[@]}" --wait --timeout 240s
-old_plant=$(gitops_read "$HK_NS" 720001) || true
+old_plant=$(node_plant "$HK_NS" GET 720001) || true
 distinct=$(printf '%s\n' "${seen[@]}" | sort -u | grep -c .)
 figures "gitops-helm steps=install,upgrade,rollback,uninstall,reinstall creates_ok=$step_ok/$((step_n - 1)) secrets_after_uninstall=$left distinct_token_password=$distinct plant_before_uninstall_after_reinstall=$old_plant"
 # The uninstall's create cannot succeed (no Service): step_n - 1 creates.

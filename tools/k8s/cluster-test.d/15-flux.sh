@@ -42,15 +42,6 @@ flux_pods() {
   kubectl get pods -n "$FLUX_NS" -l app.kubernetes.io/instance="$REL" \
     -o jsonpath='{range .items[*]}{.metadata.name}/{.metadata.uid}/restarts={.status.containerStatuses[*].restartCount}{"\n"}{end}' | sort
 }
-# flux_create ID: create a plant through the Service from the node with the
-# generated token; prints the HTTP code.
-flux_create() {
-  local ip token
-  ip=$(kubectl get svc -n "$FLUX_NS" "$REL" -o jsonpath='{.spec.clusterIP}')
-  token=$(kubectl get secret -n "$FLUX_NS" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}')
-  nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 -o /dev/null -w '%{http_code}' -X POST "http://$ip:8080/plants" \
-    -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -d "{\"id\": $1, \"name\": \"flux-$1\"}"
-}
 flux_hr() { kubectl get helmrelease -n "$FLUX_NS" "$REL" -o jsonpath="$1" 2>/dev/null; }
 # flux_wait_reconciled SECONDS: until the HelmRelease's current generation
 # is reconciled and Ready (0), or Stalled / SECONDS passed (1).
@@ -232,7 +223,7 @@ EOF
     fail "flux: HelmRelease not Ready after ${ready_s}s"; flux_why; return
   fi
   local code1 code2 code3 before after pods1 pods2 gen1 gen2
-  code1=$(flux_create 730001)
+  code1=$(node_plant "$FLUX_NS" POST 730001)
   before=$(flux_secrets)
   if [[ $code1 == 200 ]]; then pass "flux: a create through the Service with the generated token: 200"; else fail "flux: a create after the install: $code1"; fi
 
@@ -253,7 +244,7 @@ EOF
     fail "flux: the upgrade not reconciled after ${upgrade_s}s"; flux_why
   fi
   kubectl rollout status -n "$FLUX_NS" "deployment/$REL" --timeout=120s >/dev/null || true
-  code2=$(flux_create 730002)
+  code2=$(node_plant "$FLUX_NS" POST 730002)
   after=$(flux_secrets)
   if [[ $after == "$before" && $before == token=?*' 'password=?* ]]; then
     pass "flux: the generated token and Redis password unchanged by the upgrade ($before)"
@@ -275,7 +266,7 @@ EOF
   sleep 5 # what a reconcile would have rolled has started by now
   pods2=$(flux_pods)
   gen2=$(kubectl get deployment,statefulset -n "$FLUX_NS" -o jsonpath='{range .items[*]}{.metadata.name}={.metadata.generation} {end}')
-  code3=$(flux_create 730003)
+  code3=$(node_plant "$FLUX_NS" POST 730003)
   echo "$pods2"
   local restarted
   restarted=$(comm -13 <(echo "$pods1") <(echo "$pods2") | grep -c . || true)
