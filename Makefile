@@ -98,7 +98,7 @@ test-tools: ## the chart's render tests (tools/k8s/chart); the tests of the clus
 
 # A real one-node Kubernetes cluster in a network namespace of its own (root;
 # see docs/validation.md): the chart, the overlays and their faults on it.
-test-cluster: ## the chart on a real one-node cluster: releases from its registry (1.0.0 → now, Helm 3 and 4), install, helm test, rollout/disruption/Redis restart under load, overlays, Prometheus, traces through a Collector into Jaeger, skaffold (root; tool builds first, unbounded)
+test-cluster: ## the chart on a real one-node cluster: releases from its registry (1.0.0 → now, Helm 3 and 4), GitOps syncs (as Argo CD applies it; Flux's helm-controller), install, helm test, rollout/disruption/Redis restart under load, overlays, Prometheus, traces through a Collector into Jaeger, skaffold (root; tool builds first, unbounded)
 	tools/k8s/cluster-test.sh
 
 cluster-up: ## start the one-node test cluster and leave it up (export KUBECONFIG=/tmp/plantstore-cluster/kubeconfig)
