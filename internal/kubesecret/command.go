@@ -26,25 +26,10 @@ never deletes it: reinstalled, the release gets the same token and password.
 // server of the pod it runs in (or of --server), and reports one line a
 // Secret on out.
 func Run(ctx context.Context, args []string, out, errOut io.Writer, generate func() (string, error)) error {
-	fs := flag.NewFlagSet("ensure-secrets", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprint(errOut, usage)
-		fs.PrintDefaults()
-	}
 	var spec Spec
 	var cfg ClientConfig
 	labels, annotations := pairs{}, pairs{}
-	fs.StringVar(&spec.TokensSecret, "tokens-secret", "", "Secret of the tokens file (key tokens)")
-	fs.StringVar(&spec.ReaderSecret, "reader-secret", "", "Secret of helm test's read-only token (key token); its digest joins the tokens file")
-	fs.StringVar(&spec.RedisSecret, "redis-secret", "", "Secret of the Redis password")
-	fs.StringVar(&spec.RedisKey, "redis-secret-key", "redis-password", "key of the Redis password in --redis-secret")
-	fs.Var(labels, "label", "key=value label of the Secrets it creates (repeat)")
-	fs.Var(annotations, "annotation", "key=value annotation of the Secrets it creates (repeat)")
-	fs.StringVar(&cfg.Server, "server", "", "API server URL (default: the pod's, KUBERNETES_SERVICE_HOST)")
-	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file (default: the pod's service account token)")
-	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle of the API server (default: the pod's)")
-	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Secrets (default: the pod's)")
+	fs := newFlagSet(errOut, &spec, &cfg, labels, annotations)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,6 +68,28 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, generate fun
 		fmt.Fprintf(out, "ensure-secrets: secret %s/%s %s\n", client.Namespace(), o.Name, o.Action)
 	}
 	return err
+}
+
+// newFlagSet declares the command's flags into spec, cfg, labels and
+// annotations.
+func newFlagSet(errOut io.Writer, spec *Spec, cfg *ClientConfig, labels, annotations pairs) *flag.FlagSet {
+	fs := flag.NewFlagSet("ensure-secrets", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	fs.Usage = func() {
+		fmt.Fprint(errOut, usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&spec.TokensSecret, "tokens-secret", "", "Secret of the tokens file (key tokens)")
+	fs.StringVar(&spec.ReaderSecret, "reader-secret", "", "Secret of helm test's read-only token (key token); its digest joins the tokens file")
+	fs.StringVar(&spec.RedisSecret, "redis-secret", "", "Secret of the Redis password")
+	fs.StringVar(&spec.RedisKey, "redis-secret-key", "redis-password", "key of the Redis password in --redis-secret")
+	fs.Var(labels, "label", "key=value label of the Secrets it creates (repeat)")
+	fs.Var(annotations, "annotation", "key=value annotation of the Secrets it creates (repeat)")
+	fs.StringVar(&cfg.Server, "server", "", "API server URL (default: the pod's, KUBERNETES_SERVICE_HOST)")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file (default: the pod's service account token)")
+	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle of the API server (default: the pod's)")
+	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Secrets (default: the pod's)")
+	return fs
 }
 
 // pairs is a repeatable key=value flag.
