@@ -164,9 +164,9 @@ PROM=http://127.0.0.1:$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\).*/\1/p' 
 pq() { { curl -fsS --get --data-urlencode "query=$1" "$PROM/api/v1/query" || echo '{}'; } | jq -c '.data.result // []'; }
 # papi PATH: a GET of the API (JSON; {} when it fails).
 papi() { curl -fsS "$PROM$1" || echo '{}'; }
-version=$(papi /api/v1/status/buildinfo | jq -r .data.version)
+prom_build_version=$(papi /api/v1/status/buildinfo | jq -r .data.version)
 flags=$(papi /api/v1/status/flags | jq -r '.data["enable-feature"]')
-echo "Prometheus $version at $PROM (port-forward), --enable-feature=$flags"
+echo "Prometheus $prom_build_version at $PROM (port-forward), --enable-feature=$flags"
 
 stage "under load: targets up, native histograms, exemplars with trace ids"
 load_t0=$(date +%s)
@@ -277,7 +277,7 @@ else
 fi
 figures "prometheus-redis target_up=$redis_up used_bytes=$used maxmemory_bytes=$maxmem aof_bytes=$aof_bytes aof_last_rewrite_s=$rewrite_s aof_rewrite_ok=$rewrite_ok replicas=$replicas lag_s=$lag_s lag_bytes=$lag_bytes"
 
-stage "Redis down under load: PlantstoreStoreUnavailable pending -> firing -> resolved"
+stage "Redis down under load: PlantstoreStoreUnavailable pending -> firing -> resolved (watched in the background)"
 alert=PlantstoreStoreUnavailable
 # Its `for`, read from the rules (minutes), in seconds.
 alert_for=$(($(awk -v a="alert: $alert\$" '$0 ~ a {f = 1} f && /^ *for:/ {sub(/.*for: */, ""); sub(/m$/, ""); print; exit}' "$CHART/files/prometheus-rules.yaml") * 60))
@@ -286,71 +286,75 @@ RATE=100 load_start "$APP_NS" load-outage 240
 sleep 3
 t_down=$(ms)
 kubectl scale statefulset -n "$APP_NS" "$REL-redis" --replicas=0 >/dev/null
-t_pending=0 t_firing=0
-while (($(ms) - t_down < (alert_for + 90) * 1000)); do
-  s=$(alert_state)
-  [[ $s == pending ]] && ((t_pending == 0)) && t_pending=$(ms)
-  if [[ $s == firing ]]; then t_firing=$(ms); ((t_pending)) || t_pending=$t_firing; break; fi
-  sleep 1
-done
-kubectl scale statefulset -n "$APP_NS" "$REL-redis" --replicas=1 >/dev/null
-t_up=$(ms)
-until kubectl get pod -n "$APP_NS" "$REL-redis-0" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True; do
-  (($(ms) - t_up < 120000)) || { fail "Redis not Ready again within 120s"; break; }
-  sleep 0.5
-done
-t_ready=$(ms)
-kubectl delete pod -n "$APP_NS" load-outage --wait=false >/dev/null
-pending_s=$(((t_pending - t_down) / 1000)) firing_s=$(((t_firing - t_down) / 1000))
-if ((t_firing && t_firing - t_down <= (alert_for + 30) * 1000)); then
-  pass "$alert pending ${pending_s}s and firing ${firing_s}s after Redis went down (for: ${alert_for}s, + scrape and evaluation every 5s)"
-else
-  fail "$alert: pending after ${pending_s}s, firing after ${firing_s}s (want firing within ${alert_for}s + 30s)"
-fi
-
-# While the alert's 5-minute window drains: the dashboard and the rules on
-# the data of this scenario (load, outage and recovery in range).
-stage "every dashboard target and rule on the real data; the main panels drawn"
-dump=$CLUSTER_DIR/dashboard-panels.json
-(cd "$REPO/tools" && GOWORK=off go run ./monitoring/cmd/prom-check -prometheus "$PROM" \
-  -rules "$CHART/files/prometheus-rules.yaml" -dashboard "$CHART/files/grafana-dashboard.json" \
-  -start "$load_t0" -dump "$dump") >"$CLUSTER_DIR/logs/prom-check.log" 2>&1 || true
-while IFS= read -r line; do
-  case $line in
-    PASS*) pass "${line#PASS  }" ;;
-    FAIL*) fail "${line#FAIL  }" ;;
-    *) echo "$line" ;;
-  esac
-done <"$CLUSTER_DIR/logs/prom-check.log"
-grep -q '^PASS' "$CLUSTER_DIR/logs/prom-check.log" || fail "prom-check ran no check: $(tail -n 3 "$CLUSTER_DIR/logs/prom-check.log")"
-if (cd "$REPO/tools/monitoring/cmd/dashboard-png" && GOWORK=off go run . -in "$dump" -out "$PNG" \
-  -outage "$((t_down / 1000)),$((t_ready / 1000))" \
-  -title "plantstore dashboard (main panels) from Prometheus $version on the test cluster") >"$CLUSTER_DIR/logs/dashboard-png.log" 2>&1; then
-  pass "main panels drawn from the real Prometheus data: $PNG ($(stat -c %s "$PNG") bytes)"
-else
-  fail "dashboard-png: $(tail -n 3 "$CLUSTER_DIR/logs/dashboard-png.log")"
-fi
-
-# The alert resolves only when its 5-minute rate window no longer holds a
-# 503: poll for that in the background while the next scenarios run, and
-# check it after the last one (later, in cluster-test.sh).
-resolved_file=$CLUSTER_DIR/prometheus-alert-resolved
+# The alert waits out its `for` (2 minutes) and its 5-minute rate window:
+# the next scenarios run meanwhile, in their own namespaces, and
+# prometheus_outage (after the last one) checks what this watcher wrote:
+# when the alert went pending and firing, when Redis was Ready again, and
+# when the alert resolved.
+outage_file=$CLUSTER_DIR/prometheus-outage
 (
-  t=0
+  t_pending=0 t_firing=0 t_resolved=0
+  while (($(ms) - t_down < (alert_for + 90) * 1000)); do
+    st=$(alert_state)
+    [[ $st == pending ]] && ((t_pending == 0)) && t_pending=$(ms)
+    if [[ $st == firing ]]; then t_firing=$(ms); ((t_pending)) || t_pending=$t_firing; break; fi
+    sleep 1
+  done
+  kubectl scale statefulset -n "$APP_NS" "$REL-redis" --replicas=1 >/dev/null
+  t_up=$(ms)
+  until kubectl get pod -n "$APP_NS" "$REL-redis-0" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -q True; do
+    (($(ms) - t_up < 120000)) || break
+    sleep 0.5
+  done
+  t_ready=$(ms)
+  kubectl delete pod -n "$APP_NS" load-outage --wait=false >/dev/null
+  echo "$t_pending $t_firing $t_up $t_ready 0" >"$outage_file"
   while (($(ms) - t_ready < 420000)); do
-    [[ $(alert_state) == inactive ]] && { t=$(ms); break; }
+    [[ $(alert_state) == inactive ]] && { t_resolved=$(ms); break; }
     sleep 2
   done
-  echo "$t" >"$resolved_file"
+  echo "$t_pending $t_firing $t_up $t_ready $t_resolved" >"$outage_file"
 ) &
-resolve_pid=$!
-figures "prometheus alert=$alert for_s=$alert_for pending_after_s=$pending_s firing_after_s=$firing_s redis_down_s=$(((t_ready - t_down) / 1000)) scrape_interval_s=5 eval_interval_s=5 scenario_s=$((SECONDS - prom_t0))"
+outage_pid=$!
+prom_scenario_s=$((SECONDS - prom_t0))
 
-prometheus_resolved() {
-  stage "prometheus: $alert resolved after the outage (polled in the background meanwhile)"
-  wait "$resolve_pid" 2>/dev/null || true
-  local t_resolved resolved_s
-  t_resolved=$(cat "$resolved_file" 2>/dev/null || echo 0)
+prometheus_outage() {
+  stage "prometheus: $alert pending -> firing -> resolved around the outage (watched meanwhile); every dashboard target and rule on its data"
+  wait "$outage_pid" 2>/dev/null || true
+  local t_pending t_firing t_up t_ready t_resolved pending_s firing_s resolved_s dump=$CLUSTER_DIR/dashboard-panels.json
+  read -r t_pending t_firing t_up t_ready t_resolved <"$outage_file" 2>/dev/null || { t_pending=0 t_firing=0 t_up=0 t_ready=0 t_resolved=0; }
+  pending_s=$(((t_pending - t_down) / 1000)) firing_s=$(((t_firing - t_down) / 1000))
+  if ((t_firing && t_firing - t_down <= (alert_for + 30) * 1000)); then
+    pass "$alert pending ${pending_s}s and firing ${firing_s}s after Redis went down (for: ${alert_for}s, + scrape and evaluation every 5s)"
+  else
+    fail "$alert: pending after ${pending_s}s, firing after ${firing_s}s (want firing within ${alert_for}s + 30s)"
+  fi
+  ((t_ready - t_up < 120000)) || fail "Redis not Ready again within 120s"
+  figures "prometheus alert=$alert for_s=$alert_for pending_after_s=$pending_s firing_after_s=$firing_s redis_down_s=$(((t_ready - t_down) / 1000)) scrape_interval_s=5 eval_interval_s=5 scenario_s=$prom_scenario_s"
+
+  # The dashboard and the rules on the data of this scenario (load, outage
+  # and recovery in range).
+  (cd "$REPO/tools" && GOWORK=off go run ./monitoring/cmd/prom-check -prometheus "$PROM" \
+    -rules "$CHART/files/prometheus-rules.yaml" -dashboard "$CHART/files/grafana-dashboard.json" \
+    -start "$load_t0" -dump "$dump") >"$CLUSTER_DIR/logs/prom-check.log" 2>&1 || true
+  local line
+  while IFS= read -r line; do
+    case $line in
+      PASS*) pass "${line#PASS  }" ;;
+      FAIL*) fail "${line#FAIL  }" ;;
+      *) echo "$line" ;;
+    esac
+  done <"$CLUSTER_DIR/logs/prom-check.log"
+  grep -q '^PASS' "$CLUSTER_DIR/logs/prom-check.log" || fail "prom-check ran no check: $(tail -n 3 "$CLUSTER_DIR/logs/prom-check.log")"
+  if (cd "$REPO/tools/monitoring/cmd/dashboard-png" && GOWORK=off go run . -in "$dump" -out "$PNG" \
+    -outage "$((t_down / 1000)),$((t_ready / 1000))" \
+    -title "plantstore dashboard (main panels) from Prometheus $prom_build_version on the test cluster") >"$CLUSTER_DIR/logs/dashboard-png.log" 2>&1; then
+    pass "main panels drawn from the real Prometheus data: $PNG ($(stat -c %s "$PNG") bytes)"
+  else
+    fail "dashboard-png: $(tail -n 3 "$CLUSTER_DIR/logs/dashboard-png.log")"
+  fi
+
+  # It resolves only when its 5-minute rate window no longer holds a 503.
   resolved_s=$(((t_resolved - t_ready) / 1000))
   if ((t_resolved)); then
     pass "$alert resolved ${resolved_s}s after Redis was Ready again (its rate windows are 5m)"
@@ -364,4 +368,4 @@ prometheus_resolved() {
   kubectl delete clusterrole,clusterrolebinding prometheus prometheus-operator --ignore-not-found >/dev/null
   kubectl delete service,endpoints -n kube-system kubelet --ignore-not-found >/dev/null
 }
-later prometheus_resolved
+later prometheus_outage
