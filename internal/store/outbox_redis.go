@@ -57,9 +57,16 @@ func NewRedisOutbox(client redis.UniversalClient, prefix string) *RedisOutbox {
 // one task each per subscriber key (ARGV[3..]) in its task set (KEYS[2]), due
 // at ARGV[1], and deletes them from the stream: one atomic step, so an event
 // is either still recorded or has all its tasks.
+//
+// The outbox scripts write first with a command that cannot grow the data
+// (XDEL, ZREM): a Redis over its maxmemory with noeviction refuses a
+// script's first command that may grow it (ZADD, XADD), but lets a script
+// that has written finish. So events already recorded are still delivered
+// on a full store (docs/storage.md).
 var fanOutScript = redis.NewScript(`
 local entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ARGV[2])
 for _, entry in ipairs(entries) do
+  redis.call('XDEL', KEYS[1], entry[1])
   local f, e, p = entry[2], nil, nil
   for i = 1, #f, 2 do
     if f[i] == 'e' then e = f[i+1] elseif f[i] == 'p' then p = f[i+1] end
@@ -69,28 +76,32 @@ for _, entry in ipairs(entries) do
       redis.call('ZADD', KEYS[2], ARGV[1], '{"s":"' .. ARGV[j] .. '","a":0,"e":' .. e .. ',"p":' .. p .. '}')
     end
   end
-  redis.call('XDEL', KEYS[1], entry[1])
 end
 return #entries
 `)
 
 // claimScript leases up to ARGV[2] tasks due at ARGV[1] (ms) until ARGV[3]:
 // their score becomes the end of the lease, so no other claim sees them
-// until it passes.
+// until it passes (removed and added again: see fanOutScript).
 var claimScript = redis.NewScript(`
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-for _, m in ipairs(due) do redis.call('ZADD', KEYS[1], 'XX', ARGV[3], m) end
+for _, m in ipairs(due) do
+  redis.call('ZREM', KEYS[1], m)
+  redis.call('ZADD', KEYS[1], ARGV[3], m)
+end
 return due
 `)
 
 // settleScript settles a claimed task (ARGV[1]) of a task set (KEYS[1]), if
 // it is still there: done removes it; retry replaces it by ARGV[3] due at
 // ARGV[4]; bury moves ARGV[3] to the dead letters (KEYS[2], at most ARGV[5]
-// kept, approximately); defer makes it due at ARGV[4].
+// kept, approximately); defer makes it due at ARGV[4]. The ZREM comes first
+// (see fanOutScript).
 var settleScript = redis.NewScript(`
-if ARGV[2] == 'defer' then return redis.call('ZADD', KEYS[1], 'XX', 'CH', ARGV[4], ARGV[1]) end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
-if ARGV[2] == 'retry' then
+if ARGV[2] == 'defer' then
+  redis.call('ZADD', KEYS[1], ARGV[4], ARGV[1])
+elseif ARGV[2] == 'retry' then
   redis.call('ZADD', KEYS[1], ARGV[4], ARGV[3])
 elseif ARGV[2] == 'bury' then
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[5], '*', 'm', ARGV[3])
