@@ -59,6 +59,10 @@ var (
 	ErrUnavailable = errors.New("plant store unavailable")
 	// ErrNotFound means no plant has the id.
 	ErrNotFound = errors.New("no plant has that id")
+	// ErrFull means the store refused to grow: it is out of memory and
+	// evicts nothing. Nothing was written; retrying does not help until an
+	// operator frees memory or raises the limit.
+	ErrFull = errors.New("plant store full")
 )
 
 // Repository stores plants by id, in id order.

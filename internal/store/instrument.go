@@ -15,11 +15,13 @@ import (
 // Store operation outcomes, as labelled on the duration histogram. A conflict
 // or a missing id is an answer from the store, so it counts as ok. unreplicated: the write
 // reached the master but too few replicas acknowledged it in time
-// (ErrNotReplicated, with --redis-min-replica-acks only).
+// (ErrNotReplicated, with --redis-min-replica-acks only). full: the store
+// refused to grow (plant.ErrFull), a create answered 507.
 const (
 	outcomeOK           = "ok"
 	outcomeUnavailable  = "unavailable"
 	outcomeUnreplicated = "unreplicated"
+	outcomeFull         = "full"
 	outcomeError        = "error"
 )
 
@@ -34,7 +36,7 @@ type Instrumented struct {
 func Instrument(b Backend, reg prometheus.Registerer) (*Instrumented, error) {
 	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "plantstore", Subsystem: "store", Name: "operation_duration_seconds",
-		Help:                            "Time of store operations, by operation (create, get, delete, list, ping) and outcome (ok, unavailable, unreplicated, error).",
+		Help:                            "Time of store operations, by operation (create, get, delete, list, ping) and outcome (ok, unavailable, unreplicated, full, error).",
 		Buckets:                         telemetry.DurationBuckets(),
 		NativeHistogramBucketFactor:     1.1,
 		NativeHistogramMaxBucketNumber:  160,
@@ -45,7 +47,7 @@ func Instrument(b Backend, reg prometheus.Registerer) (*Instrumented, error) {
 	}
 	curry := func(op string) map[string]prometheus.Observer {
 		m := make(map[string]prometheus.Observer)
-		for _, o := range []string{outcomeOK, outcomeUnavailable, outcomeUnreplicated, outcomeError} {
+		for _, o := range []string{outcomeOK, outcomeUnavailable, outcomeUnreplicated, outcomeFull, outcomeError} {
 			m[o] = vec.WithLabelValues(op, o)
 		}
 		return m
@@ -102,6 +104,8 @@ func outcomeOf(err error) string {
 		return outcomeUnreplicated
 	case errors.Is(err, plant.ErrUnavailable):
 		return outcomeUnavailable
+	case errors.Is(err, plant.ErrFull):
+		return outcomeFull
 	default:
 		return outcomeError
 	}

@@ -285,13 +285,19 @@ func (r *Redis) Ping(ctx context.Context) error {
 // blocked WAIT's answer when its master turns replica.
 var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS", "NOSCRIPT", "UNBLOCKED"}
 
-// classify marks errors that mean the store is unavailable: network failures,
-// timeouts and transient error replies. Other error replies (a command the
-// server does not know, say) are bugs or misconfiguration and stay as they are.
+// classify marks errors that mean the store is unavailable (network
+// failures, timeouts and transient error replies) or full (OOM: over
+// maxmemory with noeviction, Redis refuses every command that may grow its
+// data, and a script's first such command). Other error replies (a command
+// the server does not know, say) are bugs or misconfiguration and stay as
+// they are.
 func classify(err error) error {
 	var reply redis.Error
 	if errors.As(err, &reply) {
 		msg := reply.Error()
+		if strings.HasPrefix(msg, "OOM ") {
+			return fmt.Errorf("%w: %w", plant.ErrFull, err)
+		}
 		for _, prefix := range transientReplies {
 			if strings.HasPrefix(msg, prefix) {
 				return fmt.Errorf("%w: %w", plant.ErrUnavailable, err)
