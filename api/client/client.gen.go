@@ -134,6 +134,9 @@ type Conflict = Error
 // Forbidden The body of every failure response; both fields are always present.
 type Forbidden = Error
 
+// InsufficientStorage The body of every failure response; both fields are always present.
+type InsufficientStorage = Error
+
 // InternalError The body of every failure response; both fields are always present.
 type InternalError = Error
 
@@ -597,6 +600,7 @@ type CreatePlantResponse struct {
 	JSON429      *TooManyRequests
 	JSON500      *InternalError
 	JSON503      *ServiceUnavailable
+	JSON507      *InsufficientStorage
 }
 
 // Status returns HTTPResponse.Status
@@ -883,6 +887,13 @@ func ParseCreatePlantResponse(rsp *http.Response) (*CreatePlantResponse, error) 
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 507:
+		var dest InsufficientStorage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON507 = &dest
 
 	}
 

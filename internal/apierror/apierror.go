@@ -39,6 +39,7 @@ const (
 	RateLimited        Code = 42901
 	Internal           Code = 50001
 	StoreUnavailable   Code = 50301
+	StoreFull          Code = 50701
 )
 
 // Status is the HTTP status a code is sent with.
@@ -78,6 +79,7 @@ func All() []Described {
 		{RateLimited, "the client's rate limit is exhausted; retry after Retry-After"},
 		{Internal, "internal error (the message reveals nothing internal)"},
 		{StoreUnavailable, "store unavailable or timed out; retry after Retry-After"},
+		{StoreFull, "the store is full (out of memory, evicting nothing): nothing was stored, and retrying does not help until an operator frees memory or raises its limit; reads, lists and deletes keep working"},
 	}
 }
 

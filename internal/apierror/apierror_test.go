@@ -49,6 +49,7 @@ var allCodes = []struct {
 	{"RateLimited", apierror.RateLimited, 42901, 429},
 	{"Internal", apierror.Internal, 50001, 500},
 	{"StoreUnavailable", apierror.StoreUnavailable, 50301, 503},
+	{"StoreFull", apierror.StoreFull, 50701, 507},
 }
 
 func TestCodeValuesAndStatus(t *testing.T) {

@@ -90,8 +90,15 @@ func (h *CreatePlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeStoreError answers a store failure: 503 with Retry-After when the
-// store is unavailable (the client may retry), 500 otherwise.
+// store is unavailable (the client may retry), 507 without one when it is
+// full (waiting does not help: an operator must act), 500 otherwise.
 func writeStoreError(w http.ResponseWriter, r *http.Request, log *zap.Logger, what string, err error) {
+	if errors.Is(err, plant.ErrFull) {
+		log.Warn("plant store full", append(logFields(r.Context()), zap.String("operation", what), zap.Error(err))...)
+		apierror.Write(w, apierror.New(apierror.StoreFull,
+			"the plant store is full: nothing was stored; an operator must free memory or raise its limit"))
+		return
+	}
 	if errors.Is(err, plant.ErrUnavailable) {
 		log.Warn("plant store unavailable", append(logFields(r.Context()), zap.String("operation", what), zap.Error(err))...)
 		w.Header().Set("Retry-After", "1")

@@ -390,6 +390,16 @@ func TestCreatePlantStoreErrors(t *testing.T) {
 			logLevel:   zapcore.WarnLevel,
 		},
 		{
+			// 507 without Retry-After: waiting does not help, and the
+			// client's retries must not hammer a full store.
+			name:       "full",
+			err:        fmt.Errorf("storing plant 7: %w: OOM command not allowed when used memory > 'maxmemory' %s", plant.ErrFull, secret),
+			wantStatus: http.StatusInsufficientStorage,
+			wantCode:   apierror.StoreFull,
+			wantLog:    true,
+			logLevel:   zapcore.WarnLevel,
+		},
+		{
 			name:       "other error",
 			err:        errors.New(secret),
 			wantStatus: http.StatusInternalServerError,
