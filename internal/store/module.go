@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -51,6 +52,11 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 		}
 	}
 	if err := reg.Register(NewPoolCollector(client.PoolStats)); err != nil {
+		return Provided{}, err
+	}
+	// A scrape waits for this reading: well under Prometheus's default
+	// scrape timeout (10 s).
+	if err := reg.Register(NewMemoryCollector(client, time.Second)); err != nil {
 		return Provided{}, err
 	}
 	// Read the mode off the client go-redis chose rather than restate its rule.
