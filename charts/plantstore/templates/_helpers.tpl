@@ -653,6 +653,29 @@ otel.resourceAttributes.
 {{- end }}
 
 {{/*
+maxmemory of the chart's Redis in bytes: redis.maxmemory when set, else three quarters of the
+container's memory limit (values.yaml says why), else 0 (no limit). The limit is a Kubernetes
+quantity: a number, with or without a binary (Ki..Ti) or decimal (k..T) suffix.
+*/}}
+{{- define "plantstore.redis.maxmemory" -}}
+{{- $set := toString (.Values.redis.maxmemory | default "") -}}
+{{- $limit := toString (dig "limits" "memory" "" (.Values.redis.resources | default dict)) -}}
+{{- if ne $set "" -}}
+{{ $set }}
+{{- else if eq $limit "" -}}
+0
+{{- else -}}
+{{- $quantity := "^([0-9]+(\\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$" -}}
+{{- if not (regexMatch $quantity $limit) -}}
+{{- fail (printf "redis.resources.limits.memory %q: cannot derive redis.maxmemory from it (a number with an optional Ki, Mi, Gi, Ti, k, M, G or T suffix); set redis.maxmemory" $limit) -}}
+{{- end -}}
+{{- $units := dict "" 1 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 -}}
+{{- $bytes := mulf (regexReplaceAll $quantity $limit "${1}" | float64) (get $units (regexReplaceAll $quantity $limit "${3}")) -}}
+{{- mulf $bytes 0.75 | floor | int64 -}}
+{{- end -}}
+{{- end }}
+
+{{/*
 redis.conf of the chart's Redis. Durability: the append-only file (AOF) logs every write and is
 replayed at start; with appendfsync always (the default) Redis writes and fsyncs it before it answers,
 so no acknowledged plant is lost to a crash of Redis or of the node. everysec fsyncs once a second and,
@@ -670,7 +693,7 @@ appendfilename "appendonly.aof"
 appenddirname "appendonlydir"
 appendfsync {{ .Values.redis.appendfsync }}
 aof-use-rdb-preamble yes
-maxmemory {{ .Values.redis.maxmemory }}
+maxmemory {{ include "plantstore.redis.maxmemory" . }}
 # Plants are data, not a cache: refuse writes rather than evict.
 maxmemory-policy noeviction
 include /run/redis/auth.conf
