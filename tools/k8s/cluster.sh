@@ -389,9 +389,18 @@ down() {
   for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $sock( |$)" || true); do
     kill -9 "$pid" 2>/dev/null || true
   done
-  for s in /sys/fs/cgroup/*"$CGROUP_ROOT"; do
-    [[ -d $s ]] || continue
-    find "$s" -name cgroup.procs -exec cat {} + 2>/dev/null | while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done
+  # A killed shim can leave a container's cgroup frozen (runc freezes it to
+  # signal every process): a frozen process takes no SIGKILL until thawed
+  # (seen once: a restarting operator, left in state D).
+  find "/sys/fs/cgroup/freezer$CGROUP_ROOT" -name freezer.state 2>/dev/null |
+    while read -r f; do [[ $(cat "$f") == THAWED ]] || echo THAWED >"$f" 2>/dev/null || true; done
+  local procs
+  for _ in $(seq 20); do
+    procs=$(find /sys/fs/cgroup/*"$CGROUP_ROOT" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+    [[ -n $procs ]] || break
+    # shellcheck disable=SC2086 # one pid a word
+    kill -9 $procs 2>/dev/null || true
+    sleep 0.25
   done
   sleep 0.5 # the kernel reaps them before their cgroups can go
   # Whatever is still mounted below the state directory (volumes, rootfs,
