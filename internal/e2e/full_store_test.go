@@ -64,7 +64,7 @@ func TestFullStore(t *testing.T) {
 	}
 	ctx := context.Background()
 	raw := redis.Client()
-	usedMemory := fieldOf(t, raw.Info(ctx, "memory").Val(), "used_memory")
+	usedMemory := redis.InfoInt("memory", "used_memory")
 	if err := raw.ConfigSet(ctx, "maxmemory", strconv.FormatInt(usedMemory/2, 10)).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -137,20 +137,4 @@ func delivered(mu *sync.Mutex, events *[]string, what string) bool {
 		}
 	}
 	return false
-}
-
-// fieldOf reads an integer field of an INFO reply.
-func fieldOf(t *testing.T, info, name string) int64 {
-	t.Helper()
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, name+":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in INFO: %q", name, info)
-	return 0
 }

@@ -122,6 +122,21 @@ func (s *Server) Client() *redis.Client {
 	return c
 }
 
+// InfoInt reads an integer field of an INFO section of the server,
+// failing the test without it.
+func (s *Server) InfoInt(section, field string) int64 {
+	s.t.Helper()
+	info, err := s.Client().Info(context.Background(), section).Result()
+	if err != nil {
+		s.t.Fatalf("INFO %s: %v", section, err)
+	}
+	n, err := strconv.ParseInt(infoFields(info)[field], 10, 64)
+	if err != nil {
+		s.t.Fatalf("INFO %s: %s: %v", section, field, err)
+	}
+	return n
+}
+
 // FreePort asks the kernel for a free TCP port on loopback.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

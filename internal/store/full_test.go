@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +45,7 @@ func TestRedisFull(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	used := usedMemory(t, raw)
+	used := srv.InfoInt("memory", "used_memory")
 	// Below what is used: full from the next write on.
 	if err := raw.ConfigSet(ctx, "maxmemory", strconv.FormatInt(used/2, 10)).Err(); err != nil {
 		t.Fatal(err)
@@ -90,25 +89,6 @@ func TestRedisFull(t *testing.T) {
 	if _, outcome, err := plain.Create(ctx, plant.Plant{ID: 1000, Name: "one too many"}); err != nil || outcome != plant.Created {
 		t.Fatalf("create once memory is freed: %v, %v", outcome, err)
 	}
-}
-
-func usedMemory(t *testing.T, c *redis.Client) int64 {
-	t.Helper()
-	info, err := c.Info(context.Background(), "memory").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatalf("no used_memory in INFO memory: %q", info)
-	return 0
 }
 
 // snapshot is the store's keys and the total of its outbox streams' lengths.
