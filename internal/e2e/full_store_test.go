@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,7 +69,6 @@ func TestFullStore(t *testing.T) {
 	if err := raw.ConfigSet(ctx, "maxmemory", strconv.FormatInt(usedMemory/2, 10)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	keys := raw.DBSize(ctx).Val()
 
 	for name, c := range map[string]*service{"unlimited": s, "rate-limited": &limited} {
 		r := c.Post(t, `{"id": 100, "name": "one too many"}`)
@@ -78,13 +78,17 @@ func TestFullStore(t *testing.T) {
 				name, r.Status, r.Header.Get("Retry-After"), r.Body)
 		}
 	}
-	if got := raw.DBSize(ctx).Val(); got != keys {
-		t.Errorf("refused creates changed the store: %d keys, were %d", got, keys)
+	// Nothing of the refused plant was stored: no key, no index entry (the
+	// listing), no event (checked below, once the delete's is delivered).
+	var listed []json.RawMessage
+	if r := s.Do(t, http.MethodGet, "/plants?limit=100", "", nil); r.Status != 200 || json.Unmarshal(r.Body, &listed) != nil || len(listed) != 20 {
+		t.Errorf("list after the refused creates: %d, %d plants; want 200 and the 20 stored: %s", r.Status, len(listed), r.Body)
 	}
 	for _, req := range []struct {
 		what, method, path, body string
 		want                     int
 	}{
+		{"read of the refused", http.MethodGet, "/plants/100", "", 404},
 		{"replay", http.MethodPost, "/plants", `{"id": 3, "name": "plant 3"}`, 200},
 		{"read", http.MethodGet, "/plants/4", "", 200},
 		{"list", http.MethodGet, "/plants?limit=100", "", 200},
@@ -104,6 +108,9 @@ func TestFullStore(t *testing.T) {
 			t.Fatalf("the delete's plant.deleted event not delivered within 5s; delivered: %q\n%s", events, s.Logs)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if delivered(&mu, &events, `"id":100,`) {
+		t.Errorf("an event of the refused plant 100 was delivered: %q", events)
 	}
 	families, _ := s.Metrics(t)
 	full := 0.0
