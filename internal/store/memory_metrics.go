@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // reported, since it refuses first). A scrape whose reading fails or takes
 // longer than the timeout exports neither, rather than a stale value.
 type MemoryCollector struct {
-	read      func(ctx context.Context) ([]string, error)
+	read      func(ctx context.Context) ([]map[string]string, error)
 	timeout   time.Duration
 	used, max *prometheus.Desc
 }
@@ -25,10 +24,10 @@ type MemoryCollector struct {
 // NewMemoryCollector returns the collector of client's masters, each
 // reading bounded by timeout.
 func NewMemoryCollector(client redis.UniversalClient, timeout time.Duration) *MemoryCollector {
-	return newMemoryCollector(func(ctx context.Context) ([]string, error) { return memoryInfo(ctx, client) }, timeout)
+	return newMemoryCollector(func(ctx context.Context) ([]map[string]string, error) { return memoryInfo(ctx, client) }, timeout)
 }
 
-func newMemoryCollector(read func(ctx context.Context) ([]string, error), timeout time.Duration) *MemoryCollector {
+func newMemoryCollector(read func(ctx context.Context) ([]map[string]string, error), timeout time.Duration) *MemoryCollector {
 	return &MemoryCollector{
 		read:    read,
 		timeout: timeout,
@@ -39,22 +38,23 @@ func newMemoryCollector(read func(ctx context.Context) ([]string, error), timeou
 	}
 }
 
-// memoryInfo returns the INFO memory reply of every master of client.
-func memoryInfo(ctx context.Context, client redis.UniversalClient) ([]string, error) {
+// memoryInfo returns the fields of the INFO memory section of every master
+// of client.
+func memoryInfo(ctx context.Context, client redis.UniversalClient) ([]map[string]string, error) {
 	cluster, ok := client.(*redis.ClusterClient)
 	if !ok {
-		info, err := client.Info(ctx, "memory").Result()
-		return []string{info}, err
+		info, err := client.InfoMap(ctx, "memory").Result()
+		return []map[string]string{info["Memory"]}, err
 	}
 	var mu sync.Mutex
-	var infos []string
+	var infos []map[string]string
 	err := cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		info, err := node.Info(ctx, "memory").Result()
+		info, err := node.InfoMap(ctx, "memory").Result()
 		if err != nil {
 			return err
 		}
 		mu.Lock()
-		infos = append(infos, info)
+		infos = append(infos, info["Memory"])
 		mu.Unlock()
 		return nil
 	})
@@ -83,14 +83,14 @@ func (c *MemoryCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.max, prometheus.GaugeValue, float64(limit))
 }
 
-// nearestLimit picks, of INFO memory replies, the node with the highest
+// nearestLimit picks, of INFO memory sections, the node with the highest
 // share of its maxmemory used; when no node has a limit, the one using the
-// most. ok is false when a reply lacks the fields.
-func nearestLimit(infos []string) (used, limit int64, ok bool) {
+// most. ok is false when a section lacks the fields.
+func nearestLimit(infos []map[string]string) (used, limit int64, ok bool) {
 	for i, info := range infos {
-		u, okU := infoInt(info, "used_memory")
-		m, okM := infoInt(info, "maxmemory")
-		if !okU || !okM {
+		u, errU := strconv.ParseInt(info["used_memory"], 10, 64)
+		m, errM := strconv.ParseInt(info["maxmemory"], 10, 64)
+		if errU != nil || errM != nil {
 			return 0, 0, false
 		}
 		if i == 0 || fuller(u, m, used, limit) {
@@ -111,21 +111,4 @@ func fuller(u, m, used, limit int64) bool {
 	default:
 		return u > used
 	}
-}
-
-// infoInt reads an integer field of an INFO reply.
-func infoInt(info, field string) (int64, bool) {
-	i := strings.Index(info, "\n"+field+":")
-	if i < 0 {
-		if !strings.HasPrefix(info, field+":") {
-			return 0, false
-		}
-		i = -1
-	}
-	rest := info[i+1+len(field)+1:]
-	if j := strings.IndexAny(rest, "\r\n"); j >= 0 {
-		rest = rest[:j]
-	}
-	n, err := strconv.ParseInt(rest, 10, 64)
-	return n, err == nil
 }

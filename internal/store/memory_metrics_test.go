@@ -14,25 +14,25 @@ import (
 	"github.com/plantstore/plantstore/internal/redistest"
 )
 
-func memoryReply(used, limit int64) string {
-	return "# Memory\r\nused_memory:" + strconv.FormatInt(used, 10) + "\r\nused_memory_human:1M\r\nmaxmemory:" +
-		strconv.FormatInt(limit, 10) + "\r\nmaxmemory_policy:noeviction\r\n"
+func memoryReply(used, limit int64) map[string]string {
+	return map[string]string{"used_memory": strconv.FormatInt(used, 10), "used_memory_human": "1M",
+		"maxmemory": strconv.FormatInt(limit, 10), "maxmemory_policy": "noeviction"}
 }
 
 func TestNearestLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
-		infos       []string
+		infos       []map[string]string
 		used, limit int64
 		ok          bool
 	}{
-		{"one node", []string{memoryReply(100, 1000)}, 100, 1000, true},
-		{"no limit", []string{memoryReply(100, 0)}, 100, 0, true},
-		{"the fuller share, not the bigger use", []string{memoryReply(500, 10000), memoryReply(90, 100), memoryReply(10, 1000)}, 90, 100, true},
-		{"a limit wins over none", []string{memoryReply(5000, 0), memoryReply(1, 1000)}, 1, 1000, true},
-		{"without limits, the biggest use", []string{memoryReply(5, 0), memoryReply(7, 0)}, 7, 0, true},
-		{"over the limit", []string{memoryReply(2000, 1000)}, 2000, 1000, true},
-		{"field missing", []string{"# Memory\r\nused_memory_human:1M\r\n"}, 0, 0, false},
+		{"one node", []map[string]string{memoryReply(100, 1000)}, 100, 1000, true},
+		{"no limit", []map[string]string{memoryReply(100, 0)}, 100, 0, true},
+		{"the fuller share, not the bigger use", []map[string]string{memoryReply(500, 10000), memoryReply(90, 100), memoryReply(10, 1000)}, 90, 100, true},
+		{"a limit wins over none", []map[string]string{memoryReply(5000, 0), memoryReply(1, 1000)}, 1, 1000, true},
+		{"without limits, the biggest use", []map[string]string{memoryReply(5, 0), memoryReply(7, 0)}, 7, 0, true},
+		{"over the limit", []map[string]string{memoryReply(2000, 1000)}, 2000, 1000, true},
+		{"field missing", []map[string]string{{"used_memory_human": "1M"}}, 0, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			used, limit, ok := nearestLimit(tc.infos)
@@ -63,7 +63,7 @@ func TestMemoryCollector(t *testing.T) {
 		t.Errorf("lint: %v %v", problems, err)
 	}
 
-	failing := newMemoryCollector(func(context.Context) ([]string, error) { return nil, errors.New("down") }, time.Second)
+	failing := newMemoryCollector(func(context.Context) ([]map[string]string, error) { return nil, errors.New("down") }, time.Second)
 	if n := testutil.CollectAndCount(failing); n != 0 {
 		t.Errorf("a failed reading exported %d metrics, want 0", n)
 	}
