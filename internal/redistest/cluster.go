@@ -30,25 +30,23 @@ func CLI() (string, error) {
 	return find("redis-cli", "REDIS_CLI", "apt-get install redis-tools")
 }
 
-// startClusterNode starts a cluster-enabled redis-server with its own
-// cluster bus port (a free port, not port+10000, which may be taken).
+// startNode starts a cluster-enabled redis-server with its own cluster bus
+// port (a second free port, not port+10000, which may be taken).
 func (c *Cluster) startNode() *Server {
-	t := c.t
-	t.Helper()
-	bus, err := FreePort()
-	if err != nil {
-		t.Fatalf("finding a free port for the cluster bus: %v", err)
-	}
-	args := append([]string{
-		"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		// Small, for quick failure detection, yet above the stalls of a
-		// loaded 2-core machine (over a second has been seen), which would
-		// otherwise mark live nodes failed and take the cluster down.
-		"--cluster-node-timeout", "3000", "--cluster-port", strconv.Itoa(bus),
-		// A replica takes over at once, whatever its link's age.
-		"--cluster-replica-validity-factor", "0",
-	}, c.extra...)
-	s := Start(t, args...)
+	c.t.Helper()
+	var bus int
+	s := startOnFreePorts(c.t, 2, func(ports []int) []string {
+		bus = ports[1]
+		return append([]string{
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			// Small, for quick failure detection, yet above the stalls of a
+			// loaded 2-core machine (over a second has been seen), which would
+			// otherwise mark live nodes failed and take the cluster down.
+			"--cluster-node-timeout", "3000", "--cluster-port", strconv.Itoa(bus),
+			// A replica takes over at once, whatever its link's age.
+			"--cluster-replica-validity-factor", "0",
+		}, c.extra...)
+	})
 	c.busPorts[s] = bus
 	return s
 }

@@ -4,7 +4,9 @@
 package redistest
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -25,6 +27,8 @@ type Server struct {
 	dir  string
 	args []string
 	cmd  *exec.Cmd
+	// exited is closed when cmd has been waited for.
+	exited <-chan struct{}
 }
 
 // Binary returns the path of redis-server: $REDIS_SERVER, then PATH, then
@@ -57,49 +61,103 @@ func fileExists(path string) bool {
 // test ends. Extra arguments are appended to its command line.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	port, err := FreePort()
-	if err != nil {
-		t.Fatalf("finding a free port for redis-server: %v", err)
-	}
-	dir := t.TempDir()
-	s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
-	s.args = append([]string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
-		// A replica's first sync starts at once, not after 5 s (7.0's default).
-		"--repl-diskless-sync-delay", "0",
-	}, extra...)
-	s.Restart()
-	t.Cleanup(s.Stop)
-	return s
+	return startOnFreePorts(t, 1, func([]int) []string { return extra })
 }
+
+// startOnFreePorts starts a redis-server on the first of n distinct free
+// ports; extra builds the rest of its command line from all n. A port is
+// free when chosen, not when redis-server binds it: another process may take
+// it in between, so a start that fails on a port in use is tried again on
+// new ones.
+func startOnFreePorts(t testing.TB, n int, extra func(ports []int) []string) *Server {
+	t.Helper()
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		ports, err := FreePorts(n)
+		if err != nil {
+			t.Fatalf("finding free ports for redis-server: %v", err)
+		}
+		dir := t.TempDir()
+		s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), dir: dir}
+		s.args = append([]string{
+			"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
+			// A replica's first sync starts at once, not after 5 s (7.0's default).
+			"--repl-diskless-sync-delay", "0",
+		}, extra(ports)...)
+		err = s.launch()
+		if err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		if !errors.Is(err, errPortInUse) || attempt == attempts {
+			t.Fatal(err)
+		}
+	}
+}
+
+// errPortInUse: redis-server could not bind a port chosen as free.
+var errPortInUse = errors.New("port taken before redis-server bound it")
 
 // Restart starts the server again on the same port and data directory after Stop.
 func (s *Server) Restart() {
 	s.t.Helper()
+	if err := s.launch(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// launch starts redis-server with s.args and waits until it answers PING.
+// It returns an error wrapping errPortInUse when the server exited because
+// one of its ports was taken.
+func (s *Server) launch() error {
 	bin, err := Binary()
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	cmd := exec.Command(bin, s.args...)
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("starting redis-server: %v", err)
+		return fmt.Errorf("starting redis-server: %w", err)
 	}
 	s.cmd = cmd
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.exited = exited
+	// A port taken by another process may accept connections and never
+	// answer: the exit is watched beside the pings, not between them.
 	client := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	defer client.Close()
-	deadline := time.Now().Add(10 * time.Second)
+	pinged := make(chan error, 1)
+	go func() { pinged <- pingUntil(client, time.Now().Add(10*time.Second)) }()
+	select {
+	case err := <-pinged:
+		if err == nil {
+			return nil
+		}
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		s.Stop()
+		return fmt.Errorf("redis-server on %s did not answer PING within 10s: %w\n%s", s.Addr, err, log)
+	case <-exited:
+		s.cmd = nil
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		if bytes.Contains(log, []byte("Address already in use")) {
+			return fmt.Errorf("redis-server on %s: %w\n%s", s.Addr, errPortInUse, log)
+		}
+		return fmt.Errorf("redis-server on %s exited before answering PING\n%s", s.Addr, log)
+	}
+}
+
+// pingUntil pings until an answer, the deadline, or the client is closed.
+func pingUntil(client *redis.Client, deadline time.Time) error {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		err := client.Ping(ctx).Err()
 		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.Stop()
-			s.t.Fatalf("redis-server on %s did not answer PING within 10s: %v\n%s", s.Addr, err, log)
+		if err == nil || errors.Is(err, redis.ErrClosed) || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -111,7 +169,7 @@ func (s *Server) Stop() {
 		return
 	}
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 
@@ -139,12 +197,27 @@ func (s *Server) InfoInt(section, field string) int64 {
 
 // FreePort asks the kernel for a free TCP port on loopback.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
+}
+
+// FreePorts asks the kernel for n distinct free TCP ports on loopback: each
+// is held until all are chosen, since a port just released may be handed
+// out again at once.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // Pause stops the server process (SIGSTOP): connections stay open but

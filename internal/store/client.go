@@ -106,6 +106,9 @@ func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
 		}
 		u.TLSConfig = cfg
 	}
+	if o.MasterName != "" {
+		u.Dialer = sentinelAwareDialer(o, u.TLSConfig)
+	}
 	// MasterName selects Sentinel, several addresses (or IsClusterMode) a
 	// Cluster, and one address a single node.
 	return redis.NewUniversalClient(u), nil

@@ -145,8 +145,8 @@ func (r *Redis) existing(p plant.Plant, old string) (plant.Plant, plant.Outcome,
 func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, script *redis.Script, keys []string, args []any) (plant.Plant, plant.Outcome, error) {
 	key := r.Key(p.ID)
 	var set *redis.Cmd
-	err := r.pipelineWait(ctx, key, func(pipe redis.Pipeliner) {
-		set = script.EvalSha(ctx, pipe, keys, args...)
+	err := r.pipelineWait(ctx, key, func(pipe redis.Pipeliner, eval bool) {
+		set = queueScript(ctx, pipe, script, eval, keys, args)
 	})
 	if set == nil { // no connection to the master at all
 		return plant.Plant{}, 0, err
@@ -170,7 +170,7 @@ func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, script *r
 	// A replay: make this connection write the stored value again, so that
 	// WAIT covers it (the value never changes once set: only SET NX writes).
 	var rewrite *redis.StatusCmd
-	err = r.pipelineWait(ctx, key, func(pipe redis.Pipeliner) {
+	err = r.pipelineWait(ctx, key, func(pipe redis.Pipeliner, _ bool) {
 		rewrite = pipe.SetArgs(ctx, key, old, redis.SetArgs{Mode: "XX"})
 	})
 	if rewrite == nil {
@@ -206,9 +206,12 @@ func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, script *r
 // master; so in a Cluster the pipeline goes to the node client of the key's
 // master. A MOVED or ASK reply (a slot being resharded) reloads the slot map
 // and tries again until the request's deadline; a node that does not know a
-// script yet (NOSCRIPT, a new or restarted node) is given it and the pipeline
-// sent again (nothing of it was written).
-func (r *Redis) pipelineWait(ctx context.Context, key string, write func(redis.Pipeliner)) error {
+// script yet (NOSCRIPT, a new or restarted node) gets the pipeline again
+// (nothing of it was written), the scripts sent whole (eval: EVAL, which
+// also loads them) on that connection: loaded on another connection of the
+// pool, they may reach another server while a failover settles.
+func (r *Redis) pipelineWait(ctx context.Context, key string, write func(pipe redis.Pipeliner, eval bool)) error {
+	eval := false
 	for {
 		c, err := r.masterFor(ctx, key)
 		if err != nil {
@@ -216,7 +219,7 @@ func (r *Redis) pipelineWait(ctx context.Context, key string, write func(redis.P
 		}
 		var wait *redis.Cmd
 		cmds, _ := c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			write(pipe)
+			write(pipe, eval)
 			wait = pipe.Do(ctx, "wait", r.acks, r.ackTimeout.Milliseconds())
 			return nil
 		})
@@ -229,10 +232,8 @@ func (r *Redis) pipelineWait(ctx context.Context, key string, write func(redis.P
 			}
 			continue
 		}
-		if unknownScript(cmds) {
-			if err := loadScripts(ctx, c); err != nil {
-				return classify(fmt.Errorf("loading scripts: %w", err))
-			}
+		if unknownScript(cmds) && !eval {
+			eval = true
 			continue
 		}
 		n, err := wait.Int64()

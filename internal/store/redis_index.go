@@ -194,13 +194,14 @@ func unknownScript(cmds []redis.Cmder) bool {
 	return false
 }
 
-func loadScripts(ctx context.Context, c redis.Scripter) error {
-	for _, s := range []*redis.Script{createScript, deleteScript, createEventScript, deleteEventScript} {
-		if err := s.Load(ctx, c).Err(); err != nil {
-			return err
-		}
+// queueScript queues script on pipe: EVALSHA, or with eval the whole
+// script (EVAL, which loads it too). Not Script.Load on a pipeline: it
+// would take the reply it has not had yet, an empty hash, for the script's.
+func queueScript(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, eval bool, keys []string, args []any) *redis.Cmd {
+	if eval {
+		return script.Eval(ctx, pipe, keys, args...)
 	}
-	return nil
+	return script.EvalSha(ctx, pipe, keys, args...)
 }
 
 // Get implements plant.Repository.
@@ -258,8 +259,8 @@ func (r *Redis) Delete(ctx context.Context, id int64) error {
 // conflict: it changed nothing and promises nothing durable.
 func (r *Redis) deleteAcknowledged(ctx context.Context, id int64, script *redis.Script, keys []string, args []any) error {
 	var del *redis.Cmd
-	err := r.pipelineWait(ctx, keys[0], func(pipe redis.Pipeliner) {
-		del = script.EvalSha(ctx, pipe, keys, args...)
+	err := r.pipelineWait(ctx, keys[0], func(pipe redis.Pipeliner, eval bool) {
+		del = queueScript(ctx, pipe, script, eval, keys, args)
 	})
 	if del == nil { // no connection to the master at all
 		return err

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -309,4 +310,77 @@ func TestRedisReplicaAcksDelete(t *testing.T) {
 	if _, err := del(r, 3); !errors.Is(err, plant.ErrNotFound) {
 		t.Fatalf("Delete of a missing plant with the replica stopped = %v; want ErrNotFound", err)
 	}
+}
+
+// TestRedisReplicaAcksNoScript: a master without the scripts (SCRIPT FLUSH,
+// as a replica just promoted) answers creates and deletes that wait for
+// replicas NOSCRIPT once; they are sent again with the script whole (EVAL,
+// which loads it) in their pipeline, so on the server that lacked it (loaded
+// on another connection, it may reach another server while a failover
+// settles).
+func TestRedisReplicaAcksNoScript(t *testing.T) {
+	master := redistest.Start(t)
+	redistest.StartReplica(t, master)
+	client := newClient(t, store.RedisOptions{Addrs: []string{master.Addr}})
+	var pipes pipelineLog
+	client.AddHook(&pipes)
+	r := store.NewRedis(client, "plantstore:").WaitForReplicas(1, patientAcks)
+	ctx := context.Background()
+	for _, op := range []struct {
+		name string
+		run  func(id int64) error
+	}{
+		{"create", func(id int64) error {
+			outcome, _, err := create(r, id, "Fern")
+			if err == nil && outcome != plant.Created {
+				err = fmt.Errorf("outcome %v", outcome)
+			}
+			return err
+		}},
+		{"delete", func(id int64) error { return r.Delete(ctx, id) }},
+	} {
+		for id := int64(1); id <= 2; id++ {
+			if err := master.Client().ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			pipes.reset()
+			if err := op.run(id); err != nil {
+				t.Fatalf("%s %d after SCRIPT FLUSH: %v (pipelines %v)", op.name, id, err, pipes.names())
+			}
+			if got := pipes.names(); len(got) != 2 || !slices.Equal(got[1], []string{"eval", "wait"}) {
+				t.Errorf("%s %d after SCRIPT FLUSH sent pipelines %v; want [evalsha wait] answered NOSCRIPT, then [eval wait]", op.name, id, got)
+			}
+		}
+	}
+}
+
+// pipelineLog records the command names of each pipeline a client sends,
+// but those that set up a new connection.
+type pipelineLog struct {
+	mu    sync.Mutex
+	pipes [][]string
+}
+
+func (l *pipelineLog) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (l *pipelineLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (l *pipelineLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		names := make([]string, len(cmds))
+		for i, cmd := range cmds {
+			names[i] = cmd.Name()
+		}
+		if names[0] == "client" || names[0] == "hello" { // a new connection's set-up
+			return next(ctx, cmds)
+		}
+		l.mu.Lock()
+		l.pipes = append(l.pipes, names)
+		l.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+func (l *pipelineLog) reset() { l.mu.Lock(); l.pipes = nil; l.mu.Unlock() }
+func (l *pipelineLog) names() [][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.pipes)
 }
