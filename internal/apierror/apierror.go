@@ -30,6 +30,7 @@ const (
 	TokenRejected      Code = 40102
 	MalformedAuth      Code = 40103
 	InsufficientScope  Code = 40301
+	NoClient           Code = 40302
 	NotFound           Code = 40401
 	PlantNotFound      Code = 40402
 	MethodNotAllowed   Code = 40501
@@ -39,6 +40,7 @@ const (
 	RateLimited        Code = 42901
 	Internal           Code = 50001
 	StoreUnavailable   Code = 50301
+	IssuerUnavailable  Code = 50302
 	StoreFull          Code = 50701
 )
 
@@ -67,9 +69,10 @@ func All() []Described {
 		{BadLimit, "`limit` of `GET /plants` not an integer from 1 to 100"},
 		{BadCursor, "`cursor` of `GET /plants` not one the service issued"},
 		{CredentialsMissing, "credentials missing: no Authorization header"},
-		{TokenRejected, "token not accepted (unknown or expired)"},
+		{TokenRejected, "token not accepted (unknown or expired; a JWT that fails verification, the message saying which check)"},
 		{MalformedAuth, "malformed Authorization header (not `Bearer <token>`)"},
 		{InsufficientScope, "the token lacks the scope the operation needs (`plants:read` or `plants:write`)"},
+		{NoClient, "a valid JWT whose identity no client is mapped to (an operator adds an identity line to the tokens file)"},
 		{NotFound, "unknown path"},
 		{PlantNotFound, "no plant has that id"},
 		{MethodNotAllowed, "method not allowed on a known path"},
@@ -79,6 +82,7 @@ func All() []Described {
 		{RateLimited, "the client's rate limit is exhausted; retry after Retry-After"},
 		{Internal, "internal error (the message reveals nothing internal)"},
 		{StoreUnavailable, "store unavailable or timed out; retry after Retry-After"},
+		{IssuerUnavailable, "the JWT's issuer cannot be reached and none of its keys are cached; retry after Retry-After"},
 		{StoreFull, "the store is full (out of memory, evicting nothing): nothing was stored, and retrying does not help until an operator frees memory or raises its limit; reads, lists and deletes keep working"},
 	}
 }

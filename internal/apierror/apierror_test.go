@@ -40,6 +40,7 @@ var allCodes = []struct {
 	{"TokenRejected", apierror.TokenRejected, 40102, 401},
 	{"MalformedAuth", apierror.MalformedAuth, 40103, 401},
 	{"InsufficientScope", apierror.InsufficientScope, 40301, 403},
+	{"NoClient", apierror.NoClient, 40302, 403},
 	{"NotFound", apierror.NotFound, 40401, 404},
 	{"PlantNotFound", apierror.PlantNotFound, 40402, 404},
 	{"MethodNotAllowed", apierror.MethodNotAllowed, 40501, 405},
@@ -49,6 +50,7 @@ var allCodes = []struct {
 	{"RateLimited", apierror.RateLimited, 42901, 429},
 	{"Internal", apierror.Internal, 50001, 500},
 	{"StoreUnavailable", apierror.StoreUnavailable, 50301, 503},
+	{"IssuerUnavailable", apierror.IssuerUnavailable, 50302, 503},
 	{"StoreFull", apierror.StoreFull, 50701, 507},
 }
 

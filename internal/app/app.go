@@ -10,6 +10,7 @@ import (
 	"github.com/plantstore/plantstore/internal/config"
 	"github.com/plantstore/plantstore/internal/gctune"
 	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/oidcauth"
 	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
@@ -25,6 +26,7 @@ func New(c config.Config, extra ...fx.Option) *fx.App {
 		telemetry.Module,
 		telemetry.FxLogger,
 		store.Module,
+		oidcauth.Module,
 		auth.Module,
 		ratelimit.Module,
 		httpapi.Module,

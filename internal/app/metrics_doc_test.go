@@ -28,7 +28,7 @@ var update = flag.Bool("update", false, "rewrite the generated parts of the docs
 
 // TestMetricsDoc: docs/telemetry.md's metrics table is what the whole graph
 // registers, on Redis and with webhooks on (the configuration that
-// registers the most): every descriptor's name, type, labels and help.
+// registers the most, with a JWT issuer): every descriptor's name, type, labels and help.
 func TestMetricsDoc(t *testing.T) {
 	redis := redistest.Start(t)
 	dir := t.TempDir()
@@ -36,8 +36,13 @@ func TestMetricsDoc(t *testing.T) {
 	if err := os.WriteFile(subscribers, []byte("# none yet\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An issuer that is never reached: its metrics are registered all the same.
+	issuers := filepath.Join(dir, "issuers")
+	if err := os.WriteFile(issuers, []byte("https://127.0.0.1:1 audience=plantstore\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := config.Parse([]string{"--dev", "--log-level", "error", "--redis-addr", redis.Addr,
-		"--webhook-subscribers-file", subscribers,
+		"--webhook-subscribers-file", subscribers, "--auth-jwt-issuers-file", issuers,
 		"--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)

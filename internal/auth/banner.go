@@ -7,13 +7,16 @@ import (
 )
 
 // PrintDevBanner prints the development token once, with a curl line that
-// creates a plant, to w (the terminal, never the log).
-func PrintDevBanner(w io.Writer, token DevToken, apiAddr string) {
+// creates a plant and, when docsPath is not empty, the URL of the API
+// reference page, where the token sends requests too, to w (the terminal,
+// never the log).
+func PrintDevBanner(w io.Writer, token DevToken, apiAddr, docsPath string) {
 	host, port, err := net.SplitHostPort(apiAddr)
 	if err != nil || host == "" || host == "::" || host == "0.0.0.0" {
 		host = "localhost"
 	}
-	url := "http://" + net.JoinHostPort(host, port) + "/plants"
+	base := "http://" + net.JoinHostPort(host, port)
+	url := base + "/plants"
 	fmt.Fprintf(w, `
 plantstore is running in development mode. This API token is printed once and
 is valid until the process exits:
@@ -25,4 +28,11 @@ Create a plant:
   curl -i -X POST %s -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' -d '{"id": 1, "name": "Monstera", "tag": "tropical"}'
 
 `, token, url, token)
+	if docsPath != "" {
+		fmt.Fprintf(w, `Or open the API reference, and send requests from it with the token:
+
+  %s
+
+`, base+docsPath)
+	}
 }

@@ -31,6 +31,12 @@ func (k *Keyring) Accepts(token string) bool { return k.current.Load().Accepts(t
 // Lookup returns the client of token in the set in force, or nil.
 func (k *Keyring) Lookup(token string) *Client { return k.current.Load().Lookup(token) }
 
+// Identify returns the client the set in force maps id to, or nil.
+func (k *Keyring) Identify(id *Identity) *Client { return k.current.Load().Identify(id) }
+
+// IdentityIssuers are the issuers the identity lines in force name.
+func (k *Keyring) IdentityIssuers() []string { return k.current.Load().IdentityIssuers() }
+
 // Replace puts s in force.
 func (k *Keyring) Replace(s TokenSet) { k.current.Store(&s) }
 
@@ -68,7 +74,7 @@ func LoadFile(path string, interval time.Duration, extra TokenSet, log *zap.Logg
 			return nil, err
 		}
 		k.Replace(set.Union(extra))
-		return []zap.Field{zap.Int("tokens", set.Len()), zap.Strings("clients", set.Names())}, nil
+		return []zap.Field{zap.Int("tokens", set.Len()), zap.Int("identities", set.Identities()), zap.Strings("clients", set.Names())}, nil
 	}, log, observe)
 	if err != nil {
 		return nil, nil, err
@@ -84,4 +90,7 @@ type Options struct {
 	ReloadInterval time.Duration
 	// Dev adds a random token, printed once at start.
 	Dev bool
+	// DocsPath is the path of the API reference page, which the start
+	// banner of Dev links to; empty when the service serves none.
+	DocsPath string
 }

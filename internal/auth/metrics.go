@@ -5,6 +5,9 @@ import "github.com/prometheus/client_golang/prometheus"
 // Metrics count refused requests and token reloads.
 type Metrics struct {
 	failures map[string]prometheus.Counter
+	// byReason counts the reasons of JWTs, whose series appear only once
+	// one happens: without an issuer the metric is 1.1.0's.
+	byReason *prometheus.CounterVec
 	reloaded prometheus.Counter
 	failed   prometheus.Counter
 }
@@ -14,7 +17,7 @@ type Metrics struct {
 func NewMetrics(reg prometheus.Registerer, tokens func() int) (*Metrics, error) {
 	failures := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "plantstore", Subsystem: "auth", Name: "failures_total",
-		Help: "Requests refused for their credentials, by reason: missing, malformed, rejected, expired, insufficient_scope.",
+		Help: "Requests refused for their credentials, by reason: missing, malformed, rejected, expired, insufficient_scope; for JWTs also no_client (403 40302) and issuer_unavailable (503 50302).",
 	}, []string{"reason"})
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "plantstore", Subsystem: "auth", Name: "token_reloads_total",
@@ -29,7 +32,7 @@ func NewMetrics(reg prometheus.Registerer, tokens func() int) (*Metrics, error) 
 			return nil, err
 		}
 	}
-	m := &Metrics{failures: make(map[string]prometheus.Counter),
+	m := &Metrics{failures: make(map[string]prometheus.Counter), byReason: failures,
 		reloaded: reloads.WithLabelValues("success"), failed: reloads.WithLabelValues("failure")}
 	for _, r := range []string{ReasonMissing, ReasonMalformed, ReasonRejected, ReasonExpired, ReasonScope} {
 		m.failures[r] = failures.WithLabelValues(r)
@@ -41,6 +44,10 @@ func NewMetrics(reg prometheus.Registerer, tokens func() int) (*Metrics, error) 
 func (m *Metrics) Failure(reason string) {
 	if c, ok := m.failures[reason]; ok {
 		c.Inc()
+		return
+	}
+	if reason == ReasonNoClient || reason == ReasonIssuerUnavailable {
+		m.byReason.WithLabelValues(reason).Inc()
 	}
 }
 

@@ -2,7 +2,10 @@ package auth
 
 import (
 	"context"
+	"errors"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +19,11 @@ const (
 	ReasonRejected  = "rejected"
 	ReasonExpired   = "expired"
 	ReasonScope     = "insufficient_scope"
+	// ReasonNoClient: a verified JWT whose identity no identity line maps.
+	ReasonNoClient = "no_client"
+	// ReasonIssuerUnavailable: a JWT whose issuer cannot be reached, with
+	// no keys of it cached.
+	ReasonIssuerUnavailable = "issuer_unavailable"
 )
 
 // Verifier finds the client a token identifies, nil when the token is not
@@ -27,9 +35,17 @@ type Verifier interface {
 // FailureObserver is told why a request was refused; it may be nil.
 type FailureObserver func(reason string)
 
+// IdentityMapper finds the client a verified identity maps to, nil when
+// none.
+type IdentityMapper interface {
+	Identify(id *Identity) *Client
+}
+
 const (
 	challenge        = `Bearer realm="plantstore"`
 	challengeInvalid = `Bearer realm="plantstore", error="invalid_token"`
+	// challengeNoClient has no scope=: no scope would help.
+	challengeNoClient = `Bearer realm="plantstore", error="insufficient_scope"`
 )
 
 // Middleware returns a middleware that lets a request through only with an
@@ -37,6 +53,17 @@ const (
 // request's context (ClientFrom), and otherwise answers 401 with a
 // WWW-Authenticate challenge and the contract's Error body.
 func Middleware(v Verifier, onFailure FailureObserver) func(http.Handler) http.Handler {
+	return JWTMiddleware(v, nil, nil, onFailure)
+}
+
+// JWTMiddleware is Middleware that also accepts JWTs (contract section
+// 12): a bearer token that is no API key of v goes to jwt, and the identity
+// it proves to the client ids maps it to. The API keys are looked up first,
+// so every token 1.1.0 accepted is accepted as before, and with jwt nil
+// every answer is Middleware's. A JWT failing a check is a 401 saying
+// which; a verified identity no line maps is a 403 40302; an issuer that
+// cannot be reached with no keys cached a 503 50302 with Retry-After.
+func JWTMiddleware(v Verifier, ids IdentityMapper, jwt JWTVerifier, onFailure FailureObserver) func(http.Handler) http.Handler {
 	if onFailure == nil {
 		onFailure = func(string) {}
 	}
@@ -57,6 +84,8 @@ func Middleware(v Verifier, onFailure FailureObserver) func(http.Handler) http.H
 			default:
 				c := v.Lookup(token)
 				switch {
+				case c == nil && jwt != nil:
+					serveJWT(w, r, next, token, jwt, ids, onFailure)
 				case c == nil:
 					onFailure(ReasonRejected)
 					w.Header().Set("WWW-Authenticate", challengeInvalid)
@@ -71,6 +100,53 @@ func Middleware(v Verifier, onFailure FailureObserver) func(http.Handler) http.H
 			}
 		})
 	}
+}
+
+// serveJWT authenticates a request whose token is no API key by the JWT
+// verifier.
+func serveJWT(w http.ResponseWriter, r *http.Request, next http.Handler, token string, jwt JWTVerifier, ids IdentityMapper, onFailure FailureObserver) {
+	id, err := jwt.Verify(r.Context(), token)
+	var rejected *TokenRejectedError
+	var unavailable *IssuerUnavailableError
+	switch {
+	case err == nil:
+		var c *Client
+		if ids != nil {
+			c = ids.Identify(id)
+		}
+		if c == nil {
+			onFailure(ReasonNoClient)
+			w.Header().Set("WWW-Authenticate", challengeNoClient)
+			apierror.Write(w, apierror.New(apierror.NoClient,
+				"the token is valid, but no client is mapped to its identity: an operator must add an identity line for it to plantstore's tokens file"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithClient(r.Context(), c)))
+	case errors.As(err, &rejected):
+		reason := ReasonRejected
+		if rejected.Expired {
+			reason = ReasonExpired
+		}
+		onFailure(reason)
+		w.Header().Set("WWW-Authenticate", challengeInvalid)
+		apierror.Write(w, apierror.New(apierror.TokenRejected, rejected.Message))
+	case errors.As(err, &unavailable):
+		onFailure(ReasonIssuerUnavailable)
+		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(unavailable.RetryAfter), 10))
+		apierror.Write(w, apierror.New(apierror.IssuerUnavailable,
+			"the token's issuer cannot be reached to fetch its signing keys; retry after Retry-After seconds"))
+	default:
+		// ErrNotJWT, or anything unforeseen: the token is not accepted,
+		// exactly as 1.1.0 says it.
+		onFailure(ReasonRejected)
+		w.Header().Set("WWW-Authenticate", challengeInvalid)
+		apierror.Write(w, apierror.New(apierror.TokenRejected, "the bearer token is not accepted"))
+	}
+}
+
+// retrySeconds is d in whole seconds, rounded up, at least 1.
+func retrySeconds(d time.Duration) int64 {
+	return max(int64(math.Ceil(d.Seconds())), 1)
 }
 
 type clientKeyType struct{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
@@ -36,9 +37,25 @@ type Result struct {
 	Announce server.Announce
 }
 
+// Params are what the auth module is built from; without fx, fill it in
+// (Lifecycle with fxtest's or an app's). JWT is the verifier of JWT bearer
+// credentials, nil when no issuer is configured.
+type Params struct {
+	fx.In
+
+	Lifecycle fx.Lifecycle
+	Options   Options
+	Log       *zap.Logger
+	Registry  prometheus.Registerer
+	JWT       JWTVerifier `optional:"true"`
+}
+
 // New loads the tokens the options name and starts the file reloader with
-// the application. Without tokens and without development mode it fails.
-func New(lc fx.Lifecycle, o Options, log *zap.Logger, reg prometheus.Registerer) (Result, error) {
+// the application; with a JWT verifier, it also accepts the JWTs it
+// verifies, mapped to clients by the tokens file's identity lines. Without
+// tokens and without development mode it fails.
+func New(p Params) (Result, error) {
+	lc, o, log, reg, jwt := p.Lifecycle, p.Options, p.Log, p.Registry, p.JWT
 	log = log.Named("auth")
 	var keyring *Keyring
 	metrics, err := NewMetrics(reg, func() int { return keyring.Len() })
@@ -75,13 +92,33 @@ func New(lc fx.Lifecycle, o Options, log *zap.Logger, reg prometheus.Registerer)
 	default:
 		return Result{}, errors.New("no API tokens configured: set --auth-tokens-file or pass --dev")
 	}
+	warnUnknownIssuers(keyring, jwt, log)
 	announce := func(string) {}
 	if dev != "" {
-		announce = func(addr string) { PrintDevBanner(os.Stderr, dev, addr) }
+		announce = func(addr string) { PrintDevBanner(os.Stderr, dev, addr, o.DocsPath) }
 	}
-	return Result{Keyring: keyring, DevToken: dev, Authenticate: Middleware(keyring, metrics.Failure),
+	authenticate := Middleware(keyring, metrics.Failure)
+	if jwt != nil {
+		authenticate = JWTMiddleware(keyring, keyring, jwt, metrics.Failure)
+	}
+	return Result{Keyring: keyring, DevToken: dev, Authenticate: authenticate,
 		Authorize: func(s Scope) func(http.Handler) http.Handler { return Require(s, metrics.Failure) },
 		Announce:  announce}, nil
+}
+
+// warnUnknownIssuers logs the issuers that identity lines name and no
+// configured issuer is: those lines can never match.
+func warnUnknownIssuers(k *Keyring, jwt JWTVerifier, log *zap.Logger) {
+	var trusted []string
+	if jwt != nil {
+		trusted = jwt.Issuers()
+	}
+	for _, iss := range k.IdentityIssuers() {
+		if !slices.Contains(trusted, iss) {
+			log.Warn("identity lines of the tokens file name an issuer that is not configured (--auth-jwt-issuers-file); they match no token",
+				zap.String("issuer", iss))
+		}
+	}
 }
 
 // Module provides the keyring and the bearer middleware.

@@ -19,7 +19,7 @@ import (
 
 func TestNewWithoutTokensFails(t *testing.T) {
 	lc := fxtest.NewLifecycle(t)
-	_, err := New(lc, Options{}, zaptest.NewLogger(t), prometheus.NewRegistry())
+	_, err := New(Params{Lifecycle: lc, Options: Options{}, Log: zaptest.NewLogger(t), Registry: prometheus.NewRegistry()})
 	if err == nil {
 		t.Fatal("New with no tokens file and no --dev succeeded")
 	}
@@ -34,7 +34,7 @@ func TestNewWithoutTokensFails(t *testing.T) {
 
 func TestNewDevOnly(t *testing.T) {
 	lc := fxtest.NewLifecycle(t)
-	res, err := New(lc, Options{Dev: true}, zaptest.NewLogger(t), prometheus.NewRegistry())
+	res, err := New(Params{Lifecycle: lc, Options: Options{Dev: true}, Log: zaptest.NewLogger(t), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -60,7 +60,7 @@ func TestNewDevOnly(t *testing.T) {
 	checkAuthenticate(t, res.Authenticate, dev)
 
 	// Another start generates another token.
-	res2, err := New(fxtest.NewLifecycle(t), Options{Dev: true}, zap.NewNop(), prometheus.NewRegistry())
+	res2, err := New(Params{Lifecycle: fxtest.NewLifecycle(t), Options: Options{Dev: true}, Log: zap.NewNop(), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestNewFileAndDev(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "file-token\n")
 	lc := fxtest.NewLifecycle(t)
-	res, err := New(lc, Options{TokensFile: path, ReloadInterval: testInterval, Dev: true}, zaptest.NewLogger(t), prometheus.NewRegistry())
+	res, err := New(Params{Lifecycle: lc, Options: Options{TokensFile: path, ReloadInterval: testInterval, Dev: true}, Log: zaptest.NewLogger(t), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestNewFileOnly(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, sha256Line("file-token", false)+"\n")
 	lc := fxtest.NewLifecycle(t)
-	res, err := New(lc, Options{TokensFile: path, ReloadInterval: time.Second}, zaptest.NewLogger(t), prometheus.NewRegistry())
+	res, err := New(Params{Lifecycle: lc, Options: Options{TokensFile: path, ReloadInterval: time.Second}, Log: zaptest.NewLogger(t), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -167,13 +167,13 @@ func TestNewFileErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			lc := fxtest.NewLifecycle(t)
-			if _, err := New(lc, tt.o, zaptest.NewLogger(t), prometheus.NewRegistry()); err == nil {
+			if _, err := New(Params{Lifecycle: lc, Options: tt.o, Log: zaptest.NewLogger(t), Registry: prometheus.NewRegistry()}); err == nil {
 				t.Fatal("New succeeded, want an error")
 			}
 			lc.RequireStart().RequireStop()
 		})
 	}
-	if _, err := New(fxtest.NewLifecycle(t), tests[0].o, zap.NewNop(), prometheus.NewRegistry()); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := New(Params{Lifecycle: fxtest.NewLifecycle(t), Options: tests[0].o, Log: zap.NewNop(), Registry: prometheus.NewRegistry()}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: error %v does not wrap fs.ErrNotExist", err)
 	}
 }
@@ -199,18 +199,19 @@ func captureStderr(t *testing.T, f func()) string {
 }
 
 func TestNewAnnounce(t *testing.T) {
-	res, err := New(fxtest.NewLifecycle(t), Options{Dev: true}, zap.NewNop(), prometheus.NewRegistry())
+	res, err := New(Params{Lifecycle: fxtest.NewLifecycle(t), Options: Options{Dev: true, DocsPath: "/docs"}, Log: zap.NewNop(), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := captureStderr(t, func() { res.Announce("[::]:8080") })
-	if !strings.Contains(out, string(res.DevToken)) || !strings.Contains(out, "http://localhost:8080/plants") {
-		t.Errorf("dev announce printed %q, want the token and the URL", out)
+	if !strings.Contains(out, string(res.DevToken)) || !strings.Contains(out, "http://localhost:8080/plants") ||
+		!strings.Contains(out, "\n  http://localhost:8080/docs\n") {
+		t.Errorf("dev announce printed %q, want the token, the curl line's URL and the page's", out)
 	}
 
 	path := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, path, "file-token\n")
-	res, err = New(fxtest.NewLifecycle(t), Options{TokensFile: path, ReloadInterval: time.Second}, zap.NewNop(), prometheus.NewRegistry())
+	res, err = New(Params{Lifecycle: fxtest.NewLifecycle(t), Options: Options{TokensFile: path, ReloadInterval: time.Second}, Log: zap.NewNop(), Registry: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,8 +237,13 @@ func TestPrintDevBanner(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
 			var buf bytes.Buffer
-			PrintDevBanner(&buf, token, tt.addr)
+			PrintDevBanner(&buf, token, tt.addr, "/docs")
 			out := buf.String()
+			// The page's URL on a line of its own, beside the curl line:
+			// the same host and port, the page's path.
+			if page := strings.TrimSuffix(tt.url, "/plants") + "/docs"; !strings.Contains(out, "\n  "+page+"\n") {
+				t.Errorf("banner does not show the reference page's URL %s on a line of its own:\n%s", page, out)
+			}
 			if !strings.Contains(out, "\n  "+string(token)+"\n") {
 				t.Errorf("banner does not show the token on a line of its own:\n%s", out)
 			}
@@ -266,5 +272,14 @@ func TestPrintDevBanner(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// With the page turned off (--docs-page=false) the banner names no page.
+func TestPrintDevBannerWithoutThePage(t *testing.T) {
+	var buf bytes.Buffer
+	PrintDevBanner(&buf, DevToken("dev-token"), ":8080", "")
+	if out := buf.String(); strings.Contains(out, "/docs") || strings.Contains(out, "reference") || !strings.Contains(out, "curl ") {
+		t.Errorf("banner without a page:\n%s", out)
 	}
 }

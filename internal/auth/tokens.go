@@ -1,5 +1,6 @@
 // Package auth guards the API with bearer tokens: opaque API keys an operator
-// issues, kept only as SHA-256 digests and compared in constant time.
+// issues, kept only as SHA-256 digests and compared in constant time, and
+// JWTs of configured issuers, whose identities map to the same clients.
 package auth
 
 import (
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -19,10 +21,12 @@ import (
 type Digest [sha256.Size]byte
 
 // TokenSet is an immutable set of accepted token digests, each with the
-// client it identifies.
+// client it identifies, and of identity lines, which map a JWT's identity
+// to a client.
 type TokenSet struct {
-	digests []Digest
-	clients []*Client // clients[i] is the client of digests[i]
+	digests    []Digest
+	clients    []*Client // clients[i] is the client of digests[i]
+	identities []identityRule
 }
 
 // NewTokenSet returns a set accepting the given raw tokens, each with the
@@ -50,12 +54,40 @@ func NewClientTokenSet(token string, c Client) TokenSet {
 // Len is the number of tokens in the set.
 func (s TokenSet) Len() int { return len(s.digests) }
 
-// Union returns a set accepting the tokens of both sets.
+// Identities is the number of identity lines in the set.
+func (s TokenSet) Identities() int { return len(s.identities) }
+
+// Union returns a set accepting the tokens and identities of both sets.
 func (s TokenSet) Union(o TokenSet) TokenSet {
 	d := make([]Digest, 0, len(s.digests)+len(o.digests))
 	c := make([]*Client, 0, len(s.clients)+len(o.clients))
+	ids := make([]identityRule, 0, len(s.identities)+len(o.identities))
 	return TokenSet{digests: append(append(d, s.digests...), o.digests...),
-		clients: append(append(c, s.clients...), o.clients...)}
+		clients:    append(append(c, s.clients...), o.clients...),
+		identities: append(append(ids, s.identities...), o.identities...)}
+}
+
+// Identify returns the client of the first identity line that id matches,
+// or nil.
+func (s TokenSet) Identify(id *Identity) *Client {
+	for i := range s.identities {
+		if s.identities[i].matches(id) {
+			return s.identities[i].client
+		}
+	}
+	return nil
+}
+
+// IdentityIssuers are the distinct issuers the identity lines name, sorted.
+func (s TokenSet) IdentityIssuers() []string {
+	var issuers []string
+	for _, r := range s.identities {
+		if !slices.Contains(issuers, r.issuer) {
+			issuers = append(issuers, r.issuer)
+		}
+	}
+	slices.Sort(issuers)
+	return issuers
 }
 
 // Accepts reports whether token is in the set, whatever its expiry.
@@ -83,7 +115,11 @@ func (s TokenSet) Lookup(token string) *Client {
 func (s TokenSet) Names() []string {
 	seen := make(map[string]bool, len(s.clients))
 	var names []string
-	for _, c := range s.clients {
+	clients := s.clients
+	for _, r := range s.identities {
+		clients = append(clients[:len(clients):len(clients)], r.client)
+	}
+	for _, c := range clients {
 		if !seen[c.Name] {
 			seen[c.Name] = true
 			names = append(names, c.Name)
@@ -93,23 +129,44 @@ func (s TokenSet) Names() []string {
 	return names
 }
 
-// ErrNoTokens means a token file holds no token at all.
+// ErrNoTokens means a token file holds no token and no identity line.
 var ErrNoTokens = errors.New("no tokens in the file")
 
 // ParseTokens reads a token file as of now: one token a line, either the raw
 // token or "sha256:" and the hex digest of it, then optional attributes
-// (see ParseLine). "#" starts a comment; blank lines are skipped. A line
-// that repeats a token must repeat its attributes. The first bad line fails
-// the whole file. Errors name the line, never a token.
+// (see ParseLine); or an identity line, whose first field is issuer=,
+// subject= or claim= (see ParseIdentityLine). "#" starts a comment; blank
+// lines are skipped. A line that repeats a token, or an identity, must
+// repeat its attributes. The first bad line fails the whole file. Errors
+// name the line, never a token.
 func ParseTokens(r io.Reader, now time.Time) (TokenSet, error) {
 	var s TokenSet
 	type seen struct {
 		line   int
 		client Client
 	}
-	first := map[Digest]seen{} // each token's first line
+	first := map[Digest]seen{}              // each token's first line
+	firstIdentity := map[identityRule]int{} // each identity's first rule, by its match alone
+	var identityLines []int                 // the line of each rule
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
+		if fields := strings.Fields(sc.Text()); len(fields) > 0 && isIdentityLine(fields[0]) {
+			rule, err := ParseIdentityLine(sc.Text())
+			if err != nil {
+				return TokenSet{}, fmt.Errorf("line %d: %w", n, err)
+			}
+			match := identityRule{issuer: rule.issuer, subject: rule.subject, claimName: rule.claimName, claimWant: rule.claimWant}
+			if f, ok := firstIdentity[match]; ok {
+				if *s.identities[f].client != *rule.client {
+					return TokenSet{}, fmt.Errorf("line %d: the identity of line %d again, with other attributes", n, identityLines[f])
+				}
+			} else {
+				firstIdentity[match] = len(s.identities)
+			}
+			s.identities = append(s.identities, rule)
+			identityLines = append(identityLines, n)
+			continue
+		}
 		d, c, err := ParseLine(sc.Text(), now)
 		switch {
 		case errors.Is(err, errBlank):
@@ -130,7 +187,7 @@ func ParseTokens(r io.Reader, now time.Time) (TokenSet, error) {
 	if err := sc.Err(); err != nil {
 		return TokenSet{}, fmt.Errorf("reading tokens: %w", err)
 	}
-	if len(s.digests) == 0 {
+	if len(s.digests) == 0 && len(s.identities) == 0 {
 		return TokenSet{}, ErrNoTokens
 	}
 	return s, nil

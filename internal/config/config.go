@@ -15,8 +15,10 @@ import (
 	"github.com/peterbourgon/ff/v3"
 
 	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/docspage"
 	"github.com/plantstore/plantstore/internal/gctune"
 	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/oidcauth"
 	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
@@ -41,6 +43,8 @@ type Config struct {
 	Version bool
 	Log     telemetry.LogOptions
 	Auth    auth.Options
+	// JWT: the issuers of JWT bearer credentials; none by default.
+	JWT oidcauth.Options
 	// Redis.Addrs empty selects the embedded store.
 	Redis     store.RedisOptions
 	API       httpapi.Options
@@ -78,6 +82,12 @@ func parseWith(args []string, out io.Writer, head string, extra func(*flag.FlagS
 
 	fs.StringVar(&c.Auth.TokensFile, "auth-tokens-file", "", "file of accepted API tokens, one a line: a raw token or sha256:<hex digest>, then optional name=, scopes=, expires=, rate=, burst=; # starts a comment; reread when it changes")
 	fs.DurationVar(&c.Auth.ReloadInterval, "auth-reload-interval", 5*time.Second, "how often the tokens file is checked for changes")
+	fs.StringVar(&c.JWT.IssuersFile, "auth-jwt-issuers-file", "", "file of trusted JWT issuers, one a line: the issuer URL (https), then audience=<aud> and optional ca-file=, discovery-token-file=, jwks-url=; # starts a comment; read at start; empty: no JWT accepted. The tokens file's identity lines map their tokens to clients")
+	fs.DurationVar(&c.JWT.Leeway, "auth-jwt-leeway", 30*time.Second, "clock skew allowed on a JWT's exp, nbf and iat (at most 5m)")
+	fs.DurationVar(&c.JWT.RefreshInterval, "auth-jwt-refresh-interval", 15*time.Minute, "how often each JWT issuer's discovery document and keys are fetched again")
+	fs.DurationVar(&c.JWT.MinRefreshInterval, "auth-jwt-refresh-min-interval", 10*time.Second, "least time between two fetches of an issuer's keys: for a token whose key id is unknown, or while the issuer cannot be reached (then the Retry-After of its 503s)")
+	fs.DurationVar(&c.JWT.Timeout, "auth-jwt-timeout", 5*time.Second, "deadline of one request for a JWT issuer's discovery document or key set")
+	fs.IntVar(&c.JWT.CacheSize, "auth-jwt-cache-size", 10000, "verified JWTs remembered until they expire, so that each is checked once; past it, others are forgotten")
 
 	var rateDefault, rateRedisAddrs string
 	fs.StringVar(&rateDefault, "rate-limit-default", "", "rate limit of a client whose tokens-file line has no rate=: <n>/s, <n>/m or <n>/h (burst n); empty: no limit")
@@ -129,6 +139,7 @@ func parseWith(args []string, out io.Writer, head string, extra func(*flag.FlagS
 	fs.IntVar(&c.Server.HTTP.MaxHeaderBytes, "http-max-header-bytes", 16<<10, "largest request header block, in bytes")
 	fs.DurationVar(&c.Server.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, how long to keep serving with /readyz failing before closing listeners (let load balancers notice)")
 	fs.DurationVar(&c.Server.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long in-flight requests may take to finish at shutdown")
+	fs.BoolVar(&c.API.DocsPage, "docs-page", true, "serve the API reference page at GET /docs, without a token: HTML that renders /openapi.yaml and sends requests with a token typed into it (its files under /docs/, embedded); false: those paths answer 404")
 	fs.BoolVar(&c.Server.Pprof, "pprof", false, "serve /debug/pprof on the admin listener, with mutex and block profiling on")
 	fs.IntVar(&c.GC.HeapFloorMiB, "gc-heap-floor-mib", gctune.DefaultHeapFloorMiB, "heap size, in MiB, below which the Go garbage collector does not run; above it GOGC applies as usual (0: GOGC alone)")
 
@@ -164,6 +175,9 @@ func parseWith(args []string, out io.Writer, head string, extra func(*flag.FlagS
 		}
 	}
 	c.Auth.Dev = c.Dev
+	if c.API.DocsPage {
+		c.Auth.DocsPath = docspage.Path
+	}
 	c.Redis.Addrs = splitAddrs(redisAddrs)
 	c.RateLimit.RedisAddrs = splitAddrs(rateRedisAddrs)
 	var err error
@@ -176,6 +190,11 @@ func parseWith(args []string, out io.Writer, head string, extra func(*flag.FlagS
 	if rateDefault != "" {
 		if c.RateLimit.Default, err = auth.ParseRate(rateDefault); err != nil {
 			return Config{}, fmt.Errorf("--rate-limit-default %w", err)
+		}
+	}
+	if c.JWT.IssuersFile != "" {
+		if c.JWT.Issuers, err = oidcauth.ReadIssuersFile(c.JWT.IssuersFile); err != nil {
+			return Config{}, fmt.Errorf("--auth-jwt-issuers-file: %w", err)
 		}
 	}
 	if c.Redis.Password, err = secret("--redis-password-file", passwordFile, EnvRedisPassword); err != nil {
@@ -273,6 +292,9 @@ func (c Config) Validate() error {
 	}
 	if c.Webhook.Policy.BackoffBase > c.Webhook.Policy.BackoffMax {
 		errs = append(errs, fmt.Errorf("--webhook-backoff-base (%v) must not exceed --webhook-backoff-max (%v)", c.Webhook.Policy.BackoffBase, c.Webhook.Policy.BackoffMax))
+	}
+	if err := c.JWT.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Server.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay must not be negative, got %v", c.Server.ShutdownDelay))

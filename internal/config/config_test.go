@@ -26,6 +26,12 @@ var allFlags = []struct{ name, def string }{
 	{"log-sampling-thereafter", "100"},
 	{"auth-tokens-file", `""`},
 	{"auth-reload-interval", "5s"},
+	{"auth-jwt-issuers-file", `""`},
+	{"auth-jwt-leeway", "30s"},
+	{"auth-jwt-refresh-interval", "15m0s"},
+	{"auth-jwt-refresh-min-interval", "10s"},
+	{"auth-jwt-timeout", "5s"},
+	{"auth-jwt-cache-size", "10000"},
 	{"rate-limit-default", `""`},
 	{"rate-limit-timeout", "100ms"},
 	{"rate-limit-redis-addr", `""`},
@@ -50,6 +56,7 @@ var allFlags = []struct{ name, def string }{
 	{"redis-min-replica-acks", "0"},
 	{"redis-replica-ack-timeout", "500ms"},
 	{"store-timeout", "1s"},
+	{"docs-page", "true"},
 	{"ready-timeout", "500ms"},
 	{"http-read-header-timeout", "5s"},
 	{"http-read-timeout", "15s"},
@@ -159,6 +166,8 @@ func TestDefaults(t *testing.T) {
 		{"Redis.ReadTimeout", c.Redis.ReadTimeout, time.Second},
 		{"Redis.WriteTimeout", c.Redis.WriteTimeout, time.Second},
 		{"API.StoreTimeout", c.API.StoreTimeout, time.Second},
+		{"API.DocsPage", c.API.DocsPage, true},
+		{"Auth.DocsPath (the banner links the page)", c.Auth.DocsPath, "/docs"},
 		{"Server.ReadyTimeout", c.Server.ReadyTimeout, 500 * time.Millisecond},
 		{"Server.HTTP.ReadHeaderTimeout", c.Server.HTTP.ReadHeaderTimeout, 5 * time.Second},
 		{"Server.HTTP.ReadTimeout", c.Server.HTTP.ReadTimeout, 15 * time.Second},
@@ -169,6 +178,13 @@ func TestDefaults(t *testing.T) {
 		{"Server.ShutdownTimeout", c.Server.ShutdownTimeout, 20 * time.Second},
 		{"Server.Pprof", c.Server.Pprof, false},
 		{"GC.HeapFloorMiB", c.GC.HeapFloorMiB, 12},
+		{"JWT.IssuersFile (no JWT accepted)", c.JWT.IssuersFile, ""},
+		{"JWT.Issuers", len(c.JWT.Issuers), 0},
+		{"JWT.Leeway", c.JWT.Leeway, 30 * time.Second},
+		{"JWT.RefreshInterval", c.JWT.RefreshInterval, 15 * time.Minute},
+		{"JWT.MinRefreshInterval", c.JWT.MinRefreshInterval, 10 * time.Second},
+		{"JWT.Timeout", c.JWT.Timeout, 5 * time.Second},
+		{"JWT.CacheSize", c.JWT.CacheSize, 10000},
 	}
 	for _, ch := range checks {
 		if !reflect.DeepEqual(ch.got, ch.want) {
@@ -260,6 +276,16 @@ func TestEnvFallback(t *testing.T) {
 	}
 }
 
+// --docs-page=false turns the page off and the development banner's link
+// to it with it.
+func TestDocsPageOff(t *testing.T) {
+	cleanEnv(t)
+	c := mustParse(t, "--dev", "--docs-page=false")
+	if c.API.DocsPage || c.Auth.DocsPath != "" {
+		t.Errorf("--docs-page=false: API.DocsPage %v, Auth.DocsPath %q; want false and none", c.API.DocsPage, c.Auth.DocsPath)
+	}
+}
+
 func TestEnvDev(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("PLANTSTORE_DEV", "true")
@@ -284,6 +310,12 @@ var flagCases = []struct {
 	{"log-sampling-thereafter", "3", "9", func(c Config) string { return strconv.Itoa(c.Log.SamplingThereafter) }},
 	{"auth-tokens-file", "/t", "/t2", func(c Config) string { return c.Auth.TokensFile }},
 	{"auth-reload-interval", "7s", "17s", func(c Config) string { return c.Auth.ReloadInterval.String() }},
+	{"auth-jwt-issuers-file", "/i", "/i2", func(c Config) string { return c.JWT.IssuersFile }},
+	{"auth-jwt-leeway", "10s", "20s", func(c Config) string { return c.JWT.Leeway.String() }},
+	{"auth-jwt-refresh-interval", "5m0s", "6m0s", func(c Config) string { return c.JWT.RefreshInterval.String() }},
+	{"auth-jwt-refresh-min-interval", "1s", "2s", func(c Config) string { return c.JWT.MinRefreshInterval.String() }},
+	{"auth-jwt-timeout", "1s", "2s", func(c Config) string { return c.JWT.Timeout.String() }},
+	{"auth-jwt-cache-size", "5", "6", func(c Config) string { return strconv.Itoa(c.JWT.CacheSize) }},
 	{"redis-addr", "r:1", "r:2", func(c Config) string { return strings.Join(c.Redis.Addrs, ",") }},
 	{"rate-limit-default", "50/s", "7/h", func(c Config) string {
 		return strconv.Itoa(c.RateLimit.Default.Count) + map[time.Duration]string{time.Second: "/s", time.Hour: "/h"}[c.RateLimit.Default.Period]
@@ -308,6 +340,7 @@ var flagCases = []struct {
 	{"redis-min-replica-acks", "1", "2", func(c Config) string { return strconv.Itoa(c.Redis.MinReplicaAcks) }},
 	{"redis-replica-ack-timeout", "250ms", "300ms", func(c Config) string { return c.Redis.ReplicaAckTimeout.String() }},
 	{"store-timeout", "5s", "5.5s", func(c Config) string { return c.API.StoreTimeout.String() }},
+	{"docs-page", "false", "true", func(c Config) string { return strconv.FormatBool(c.API.DocsPage) }},
 	{"ready-timeout", "6s", "6.5s", func(c Config) string { return c.Server.ReadyTimeout.String() }},
 	{"http-read-header-timeout", "8s", "8.5s", func(c Config) string { return c.Server.HTTP.ReadHeaderTimeout.String() }},
 	{"http-read-timeout", "9s", "9.5s", func(c Config) string { return c.Server.HTTP.ReadTimeout.String() }},
@@ -893,5 +926,38 @@ func TestParseMigrate(t *testing.T) {
 	}
 	if _, out, _ := parse(t, "--help"); strings.Contains(out, "--settle") || strings.Contains(out, EnvMigrateSettle) {
 		t.Error("the service's help lists --settle")
+	}
+}
+
+// TestJWTIssuersFile: the issuers file is read at start; a bad one, or a
+// bad JWT option, fails the start naming the flag.
+func TestJWTIssuersFile(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	good := filepath.Join(dir, "issuers")
+	if err := os.WriteFile(good, []byte("https://kubernetes.default.svc.cluster.local audience=plantstore\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad")
+	if err := os.WriteFile(bad, []byte("https://issuer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := parse(t, "--dev", "--auth-jwt-issuers-file", good)
+	if err != nil || len(c.JWT.Issuers) != 1 || c.JWT.Issuers[0].Audience != "plantstore" {
+		t.Fatalf("issuers %+v, %v", c.JWT.Issuers, err)
+	}
+	for _, tt := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--auth-jwt-issuers-file", bad}, "--auth-jwt-issuers-file: JWT issuers file " + bad + ": line 1: audience="},
+		{[]string{"--auth-jwt-issuers-file", filepath.Join(dir, "missing")}, "--auth-jwt-issuers-file"},
+		{[]string{"--auth-jwt-issuers-file", good, "--auth-jwt-leeway", "10m"}, "--auth-jwt-leeway"},
+		{[]string{"--auth-jwt-issuers-file", good, "--auth-jwt-cache-size", "0"}, "--auth-jwt-cache-size"},
+		{[]string{"--auth-jwt-issuers-file", good, "--auth-jwt-refresh-min-interval", "1h"}, "--auth-jwt-refresh-min-interval"},
+	} {
+		if _, _, err := parse(t, append([]string{"--dev"}, tt.args...)...); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%v: %v, want an error saying %q", tt.args, err, tt.says)
+		}
 	}
 }

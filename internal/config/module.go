@@ -6,6 +6,7 @@ import (
 	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/gctune"
 	"github.com/plantstore/plantstore/internal/httpapi"
+	"github.com/plantstore/plantstore/internal/oidcauth"
 	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
 	"github.com/plantstore/plantstore/internal/store"
@@ -20,6 +21,7 @@ type Parts struct {
 
 	Log       telemetry.LogOptions
 	Auth      auth.Options
+	JWT       oidcauth.Options
 	Redis     store.RedisOptions
 	API       httpapi.Options
 	RateLimit ratelimit.Options
@@ -33,7 +35,7 @@ func Module(c Config) fx.Option {
 	return fx.Module("config",
 		fx.Supply(c),
 		fx.Provide(func(c Config) Parts {
-			return Parts{Log: c.Log, Auth: c.Auth, Redis: c.Redis, API: c.API, RateLimit: c.RateLimit, Server: c.Server, Webhook: c.Webhook, GC: c.GC}
+			return Parts{Log: c.Log, Auth: c.Auth, JWT: c.JWT, Redis: c.Redis, API: c.API, RateLimit: c.RateLimit, Server: c.Server, Webhook: c.Webhook, GC: c.GC}
 		}),
 	)
 }

@@ -19,6 +19,8 @@ and pre-upgrade hook, in a pod whose service account may get, create and
 update Secrets. Every Secret it keeps is annotated helm.sh/resource-policy:
 keep (and Argo CD's Prune=false), so that an uninstall, a rollback or a sync
 never deletes it: reinstalled, the release gets the same token and password.
+The identity lines of --identity (JWT callers) are kept in a block of the
+tokens file that each run rewrites, beside the generated token.
 
 `
 
@@ -41,6 +43,9 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, generate fun
 	}
 	if spec.ReaderSecret != "" && spec.TokensSecret == "" {
 		return errors.New("--reader-secret needs --tokens-secret: the read-only token's digest goes into the tokens file")
+	}
+	if len(spec.Identities) > 0 && spec.TokensSecret == "" {
+		return errors.New("--identity needs --tokens-secret: the identity lines go into the tokens file")
 	}
 	spec.Labels, spec.Annotations = labels, annotations
 	if cfg.Server == "" {
@@ -83,6 +88,7 @@ func newFlagSet(errOut io.Writer, spec *Spec, cfg *ClientConfig, labels, annotat
 	fs.StringVar(&spec.ReaderSecret, "reader-secret", "", "Secret of helm test's read-only token (key token); its digest joins the tokens file")
 	fs.StringVar(&spec.RedisSecret, "redis-secret", "", "Secret of the Redis password")
 	fs.StringVar(&spec.RedisKey, "redis-secret-key", "redis-password", "key of the Redis password in --redis-secret")
+	fs.Var((*lines)(&spec.Identities), "identity", "identity line of the tokens file (repeat), kept in a block of --tokens-secret's file that each run rewrites: none removes it")
 	fs.Var(labels, "label", "key=value label of the Secrets it creates (repeat)")
 	fs.Var(annotations, "annotation", "key=value annotation of the Secrets it creates (repeat)")
 	fs.StringVar(&cfg.Server, "server", "", "API server URL (default: the pod's, KUBERNETES_SERVICE_HOST)")
@@ -90,6 +96,21 @@ func newFlagSet(errOut io.Writer, spec *Spec, cfg *ClientConfig, labels, annotat
 	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle of the API server (default: the pod's)")
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Secrets (default: the pod's)")
 	return fs
+}
+
+// lines is a repeatable flag of whole values.
+type lines []string
+
+func (l *lines) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(*l, "; ")
+}
+
+func (l *lines) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }
 
 // pairs is a repeatable key=value flag.

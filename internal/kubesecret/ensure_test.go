@@ -319,3 +319,68 @@ func TestEnsureFailures(t *testing.T) {
 		t.Errorf("outside a pod: %v", err)
 	}
 }
+
+// The chart's identity lines live in a block of the generated tokens file:
+// written at creation, rewritten when they change, removed when none are
+// given; the generated token, the reader line and lines added by hand stay.
+func TestEnsureIdentityBlock(t *testing.T) {
+	a, cfg := newAPIServer(t)
+	const (
+		orders = "issuer=https://kubernetes.default.svc.cluster.local subject=system:serviceaccount:shop:orders name=orders scopes=plants:write"
+		admins = "issuer=https://dex.example.com/dex claim=groups:shop-admins name=admins rate=10/s burst=20"
+	)
+	block := func(lines ...string) string {
+		return "# auth.identities: JWT callers mapped to clients, from the chart's value; rewritten at each install and upgrade.\n" +
+			strings.Join(lines, "\n") + "\n# end of auth.identities\n"
+	}
+	_, err := run(t, cfg, counter(), "--tokens-secret", "ps-tokens", "--reader-secret", "ps-test-reader", "--identity", orders)
+	must(t, err)
+	first := a.data("ps-tokens", "tokens")
+	if !strings.Contains(first, "\ntoken-2\n"+block(orders)+"# helm test's read-only token") {
+		t.Fatalf("created tokens file:\n%s", first)
+	}
+
+	// A line added by hand, then the identities change.
+	s := a.secrets["ps-tokens"]
+	s.Data["tokens"] = []byte(strings.Replace(first, "token-2\n", "token-2\nsha256:"+strings.Repeat("a", 64)+" name=by-hand\n", 1))
+	out, err := run(t, cfg, counter(), "--tokens-secret", "ps-tokens", "--reader-secret", "ps-test-reader", "--identity", orders, "--identity", admins)
+	must(t, err)
+	got := a.data("ps-tokens", "tokens")
+	if !strings.Contains(out, "ps-tokens updated") || strings.Count(got, "# auth.identities:") != 1 || !strings.Contains(got, block(orders, admins)) ||
+		!strings.Contains(got, "\ntoken-2\n") || !strings.Contains(got, "name=by-hand\n") || strings.Count(got, "name=helm-test-reader") != 1 {
+		t.Fatalf("out %q, tokens file after a change:\n%s", out, got)
+	}
+
+	// The same again: nothing to write.
+	out, err = run(t, cfg, counter(), "--tokens-secret", "ps-tokens", "--reader-secret", "ps-test-reader", "--identity", orders, "--identity", admins)
+	must(t, err)
+	if !strings.Contains(out, "ps-tokens kept") || a.data("ps-tokens", "tokens") != got {
+		t.Fatalf("a second run changed the file (%q):\n%s", out, a.data("ps-tokens", "tokens"))
+	}
+
+	// None: the block goes, the rest stays.
+	_, err = run(t, cfg, counter(), "--tokens-secret", "ps-tokens", "--reader-secret", "ps-test-reader")
+	must(t, err)
+	got = a.data("ps-tokens", "tokens")
+	if strings.Contains(got, "auth.identities") || strings.Contains(got, "issuer=") || !strings.Contains(got, "\ntoken-2\n") ||
+		!strings.Contains(got, "name=by-hand\n") || strings.Count(got, "name=helm-test-reader") != 1 {
+		t.Fatalf("tokens file without identities:\n%s", got)
+	}
+
+	// A line the service would refuse fails the run and writes nothing.
+	for _, c := range []struct{ line, want string }{
+		{"issuer=https://dex.example.com subject=x", "needs name="},
+		{"issuer=https://dex.example.com subject=x name=a expires=2030-01-01T00:00:00Z", "expires="},
+		{"issuer=https://dex.example.com subject=x name=a\nsha256:" + strings.Repeat("b", 64), "one line"},
+	} {
+		if _, err := run(t, cfg, counter(), "--tokens-secret", "ps-tokens", "--identity", c.line); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.line, err, c.want)
+		}
+	}
+	if a.data("ps-tokens", "tokens") != got {
+		t.Errorf("a refused identity changed the file")
+	}
+	if _, err := run(t, cfg, counter(), "--redis-secret", "r", "--identity", orders); err == nil || !strings.Contains(err.Error(), "needs --tokens-secret") {
+		t.Errorf("--identity without --tokens-secret: %v", err)
+	}
+}

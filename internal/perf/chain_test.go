@@ -129,13 +129,18 @@ func processCPU() int64 {
 
 // serveOne sends one create with a fresh id through handler.
 func serveOne(b *testing.B, handler http.Handler, w *discardWriter, id int64) {
+	serveOneAs(b, handler, w, id, benchToken)
+}
+
+// serveOneAs is serveOne with token as the bearer credential.
+func serveOneAs(b *testing.B, handler http.Handler, w *discardWriter, id int64, token string) {
 	body := `{"id":` + strconv.FormatInt(id, 10) + `,"name":"Monstera","tag":"tropical"}`
 	// What net/http hands a handler, without the cost of parsing a request
 	// from text in the loop.
 	req, _ := http.NewRequest(http.MethodPost, "/plants", strings.NewReader(body))
 	req.RemoteAddr = "127.0.0.1:40000"
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+benchToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("User-Agent", "bench")
 	w.reset()
 	handler.ServeHTTP(w, req)

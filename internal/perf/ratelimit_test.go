@@ -87,6 +87,13 @@ func BenchmarkRateLimitOverhead(b *testing.B) {
 // its rate limiter (nil: none).
 func serviceChain(b *testing.B, repo store.Backend, keyring *auth.Keyring, limit func(http.Handler) http.Handler) http.Handler {
 	b.Helper()
+	return serviceChainAuth(b, repo, auth.Middleware(keyring, nil), limit)
+}
+
+// serviceChainAuth is serviceChain with authenticate as its bearer
+// middleware.
+func serviceChainAuth(b *testing.B, repo store.Backend, authenticate, limit func(http.Handler) http.Handler) http.Handler {
+	b.Helper()
 	reg := telemetry.NewRegistry(version.Get())
 	log, err := telemetry.NewLoggerTo(telemetry.LogOptions{Level: "info", Format: "json", SamplingInitial: 100, SamplingThereafter: 100}, zapcore.AddSync(io.Discard))
 	if err != nil {
@@ -99,7 +106,7 @@ func serviceChain(b *testing.B, repo store.Backend, keyring *auth.Keyring, limit
 	}
 	res, err := httpapi.New(httpapi.Params{
 		Options: httpapi.Options{StoreTimeout: time.Second}, Repository: repo, Log: log, Registry: reg, Tracing: tracing,
-		Authenticate: auth.Middleware(keyring, nil), Limit: limit,
+		Authenticate: authenticate, Limit: limit,
 	})
 	if err != nil {
 		b.Fatal(err)
