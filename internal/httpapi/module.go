@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/api"
 	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/docspage"
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/ratelimit"
 	"github.com/plantstore/plantstore/internal/server"
@@ -45,12 +48,21 @@ func New(p Params) (Result, error) {
 		return Result{}, err
 	}
 	log := p.Log.Named("api")
+	var docs http.Handler
+	if p.Options.DocsPage {
+		page, err := docspage.New()
+		if err != nil {
+			return Result{}, err
+		}
+		docs = page
+	}
 	router := NewRouter(RouterParams{
 		CreatePlant:  NewCreatePlantHandler(p.Repository, p.Options.StoreTimeout, log, creations.Observe),
 		ListPlants:   NewListPlantsHandler(p.Repository, p.Options.StoreTimeout, log),
 		GetPlant:     NewGetPlantHandler(p.Repository, p.Options.StoreTimeout, log),
 		DeletePlant:  NewDeletePlantHandler(p.Repository, p.Options.StoreTimeout, log),
 		OpenAPI:      NewOpenAPIHandler(api.OpenAPI),
+		Docs:         docs,
 		Authenticate: p.Authenticate,
 		Authorize:    p.Authorize,
 		Limit:        p.Limit,

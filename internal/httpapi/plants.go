@@ -182,4 +182,7 @@ func errBodyTooLarge() *apierror.Error {
 type Options struct {
 	// StoreTimeout bounds each request's store operation.
 	StoreTimeout time.Duration
+	// DocsPage serves the API reference page, GET /docs, and its files;
+	// off, those paths answer 404 as any unknown path.
+	DocsPage bool
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/plantstore/plantstore/internal/apierror"
 	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/docspage"
 )
 
 // RouterParams are the parts the API router is built from.
@@ -17,7 +18,11 @@ type RouterParams struct {
 	GetPlant    http.Handler
 	DeletePlant http.Handler
 	OpenAPI     http.Handler
-	// Authenticate guards every operation; the OpenAPI document is public.
+	// Docs serves the API reference page at /docs and its files at
+	// /docs/{file}; nil for none (the paths are then unknown: 404).
+	Docs http.Handler
+	// Authenticate guards every operation; the OpenAPI document and the
+	// reference page are public.
 	Authenticate func(http.Handler) http.Handler
 	// Authorize returns the middleware that requires a scope of the
 	// authenticated client; nil is auth.Require without telemetry.
@@ -91,6 +96,10 @@ func NewRouter(p RouterParams) *Router {
 	r.Handle("/plants/{id}", guard(auth.ScopeRead, p.GetPlant)).Methods(http.MethodGet).Name("/plants/{id}")
 	r.Handle("/plants/{id}", guard(auth.ScopeWrite, p.DeletePlant)).Methods(http.MethodDelete).Name("/plants/{id}")
 	r.Handle("/openapi.yaml", p.OpenAPI).Methods(http.MethodGet, http.MethodHead).Name("/openapi.yaml")
+	if p.Docs != nil {
+		r.Handle(docspage.Path, p.Docs).Methods(http.MethodGet, http.MethodHead).Name(docspage.Path)
+		r.Handle(docspage.Path+"/{file}", p.Docs).Methods(http.MethodGet, http.MethodHead).Name(docspage.Path + "/{file}")
+	}
 
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		apierror.Write(w, apierror.New(apierror.NotFound, "no such path: see /openapi.yaml for the API"))

@@ -436,6 +436,7 @@ func scopedRouter(t *testing.T) (*httpapi.Router, *atomic.Int32) {
 	return httpapi.NewRouter(httpapi.RouterParams{
 		CreatePlant: spy, ListPlants: spy, GetPlant: spy, DeletePlant: spy,
 		OpenAPI:      httpapi.NewOpenAPIHandler(api.OpenAPI),
+		Docs:         newDocsPage(t),
 		Authenticate: auth.Middleware(auth.NewKeyring(set), nil),
 	}), calls
 }

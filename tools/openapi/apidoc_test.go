@@ -164,7 +164,7 @@ func methodRank(m string) int {
 }
 
 // statuses lists the response keys of op in ascending order, split in
-// successes (2xx) and the rest.
+// successes (2xx, and 304: a conditional request answered) and the rest.
 func statuses(op *openapi3.Operation) (success, failure []string) {
 	keys := make([]string, 0, op.Responses.Len())
 	for k := range op.Responses.Map() {
@@ -172,7 +172,7 @@ func statuses(op *openapi3.Operation) (success, failure []string) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if strings.HasPrefix(k, "2") {
+		if strings.HasPrefix(k, "2") || k == "304" {
 			success = append(success, k)
 		} else {
 			failure = append(failure, k)

@@ -2,7 +2,9 @@
 // document, its webhooks included, passes kin-openapi's validator with every
 // optional check on; api/client/client.gen.go is what the document
 // generates; the webhooks the service sends are what the document declares;
-// and the tables of docs/api.md are the document's.
+// the service's reference page (GET /docs) shows all of it in a real browser
+// and sends requests from its form; and the tables of docs/api.md are the
+// document's.
 package openapi
 
 import (
