@@ -107,6 +107,9 @@ type WebhookEvent struct {
 // WebhookEventType The event type.
 type WebhookEventType string
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // WebhookId defines model for WebhookId.
 type WebhookId = string
 

@@ -19,8 +19,10 @@ const (
 	CodePlantNotFound       int32 = 40402 // no plant has that id
 	CodeTokenNotAccepted    int32 = 40102 // the token is unknown or expired
 	CodeInsufficientScope   int32 = 40301 // the token lacks the scope (plants:read, plants:write) the operation needs
+	CodeNoClient            int32 = 40302 // a valid JWT whose identity no client is mapped to
 	CodeRateLimited         int32 = 42901 // the client's rate limit is exhausted; retry after Retry-After
 	CodeStoreUnavailable    int32 = 50301 // the store did not answer in time; retry after Retry-After
+	CodeIssuerUnavailable   int32 = 50302 // a JWT's issuer cannot be reached, none of its keys cached; retry after Retry-After
 	CodeStoreFull           int32 = 50701 // the store is full: nothing stored; retrying does not help until an operator acts
 	CodeInvalidPageLimit    int32 = 40008 // limit not from 1 to 100
 	CodeCursorNotRecognised int32 = 40009 // a cursor the service did not issue

@@ -25,7 +25,8 @@
 // A retryable request is retried after a 503 (the store did not answer in
 // time), after a 429 that has a Retry-After (the client's rate limit; the
 // request was not served) and after a connection error (refused, reset, a
-// reply cut off or timed out), never after any other answer: another 4xx
+// reply cut off or timed out, or a connection the default transport's
+// health check found dead: see NewTransport), never after any other answer: another 4xx
 // will not change by being repeated, and a 500 is a bug. Waits: the
 // answer's Retry-After when it has one (an answer asking for more than the
 // client's maximum is returned at once); otherwise exponential backoff with
@@ -64,7 +65,8 @@ type Option func(*PlantStore)
 
 // WithHTTPDoer sends the requests through doer (an *http.Client with its
 // own transport, timeout or TLS settings, say) instead of a default
-// http.Client with a 30s timeout. The token and the retries are added on top.
+// http.Client with a 30s timeout over NewTransport. The token and the
+// retries are added on top.
 func WithHTTPDoer(doer HttpRequestDoer) Option {
 	return func(c *PlantStore) { c.http = doer }
 }
@@ -114,7 +116,7 @@ func New(baseURL, token string, opts ...Option) (*PlantStore, error) {
 	c := &PlantStore{
 		base:  base,
 		token: token,
-		http:  &http.Client{Timeout: 30 * time.Second},
+		http:  &http.Client{Timeout: 30 * time.Second, Transport: NewTransport()},
 		retry: retryPolicy{
 			attempts:      4,
 			base:          100 * time.Millisecond,

@@ -152,8 +152,14 @@ func attemptsErr(n int, err error) error {
 	return fmt.Errorf("%w (after %d attempts)", err, n)
 }
 
+// errHTTP2ConnectionLost is how net/http's HTTP/2 transport fails the
+// requests of a connection its health check found dead (NewTransport), an
+// error it does not export: the peer vanished, and a new connection may
+// reach another.
+const errHTTP2ConnectionLost = "http2: client connection lost"
+
 // transient reports whether a transport error is worth a retry: the
-// connection was refused, reset or cut, or timed out. A bad URL, a TLS
+// connection was refused, reset, cut or found dead, or timed out. A bad URL, a TLS
 // failure or a refused redirect will fail the same way again.
 func transient(err error) bool {
 	var netErr net.Error
@@ -163,6 +169,8 @@ func transient(err error) bool {
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return true
 	case errors.As(err, &netErr) && netErr.Timeout():
+		return true
+	case strings.Contains(err.Error(), errHTTP2ConnectionLost):
 		return true
 	}
 	var opErr *net.OpError
