@@ -232,11 +232,130 @@ API tokens, from one of three places:
 {{- end }}
 {{- end }}
 
-{{/* The tokens file rendered from auth.tokens. */}}
+{{/*
+The tokens file rendered from auth.tokens, then the identity lines of auth.identities. (With the
+generated token the secrets Job keeps those lines in the file it generated instead.)
+*/}}
 {{- define "plantstore.tokens.content" -}}
 {{- $lines := list }}
 {{- range .Values.auth.tokens }}{{ $lines = append $lines (include "plantstore.tokens.line" .) }}{{ end }}
 {{- printf "# API tokens from the chart's auth.tokens value: a token or sha256:<hex>, then attributes, a line.\n%s\n" (join "\n" $lines) }}
+{{- with include "plantstore.identities.lines" . | fromJsonArray }}
+{{- printf "# JWT callers mapped to clients, from the chart's auth.identities value.\n%s\n" (join "\n" .) }}
+{{- end }}
+{{- end }}
+
+{{/*
+JWT issuers (auth.jwt): the issuers file, a ConfigMap (key issuers) mounted with the CA bundles of
+auth.jwt.issuers' caConfigMaps at /etc/plantstore/jwt. The service reads it only at start: the pods
+carry its checksum. For the cluster's own issuer the pods also get a projected token of the API
+server's default audience and the cluster's CA (kube-root-ca.crt), the bearer and the roots of the
+discovery and key set requests, at /var/run/secrets/plantstore/kubernetes; never the automounted token.
+*/}}
+{{- define "plantstore.jwt.enabled" -}}
+{{- if or .Values.auth.jwt.kubernetes.enabled .Values.auth.jwt.issuers }}true{{ end }}
+{{- end }}
+
+{{- define "plantstore.jwt.configMapName" -}}
+{{- printf "%s-jwt-issuers" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "plantstore.jwt.dir" -}}/etc/plantstore/jwt{{- end }}
+
+{{- define "plantstore.jwt.kubernetesDir" -}}/var/run/secrets/plantstore/kubernetes{{- end }}
+
+{{/* The issuers file. */}}
+{{- define "plantstore.jwt.issuers" -}}
+{{- $jwt := .Values.auth.jwt }}
+{{- $lines := list }}
+{{- if $jwt.kubernetes.enabled }}
+{{- $k := $jwt.kubernetes }}
+{{- $kdir := include "plantstore.jwt.kubernetesDir" . }}
+{{- $jwks := $k.jwksURL | default (printf "%s/openid/v1/jwks" (trimSuffix "/" $k.issuer)) }}
+{{- $lines = append $lines (printf "%s audience=%s ca-file=%s/ca.crt discovery-token-file=%s/token jwks-url=%s" $k.issuer $k.audience $kdir $kdir $jwks) }}
+{{- end }}
+{{- range $i, $iss := $jwt.issuers }}
+{{- $line := printf "%s audience=%s" $iss.url $iss.audience }}
+{{- if $iss.caConfigMap }}{{ $line = printf "%s ca-file=%s/ca-%d.crt" $line (include "plantstore.jwt.dir" $) $i }}{{ end }}
+{{- with $iss.jwksURL }}{{ $line = printf "%s jwks-url=%s" $line . }}{{ end }}
+{{- $lines = append $lines $line }}
+{{- end }}
+{{- printf "# JWT issuers from the chart's auth.jwt values: the issuer URL (the tokens' iss), then attributes, a line.\n%s\n" (join "\n" $lines) }}
+{{- end }}
+
+{{/* The volumeMounts and the volumes of the API container for auth.jwt, for nindent; nothing without it. */}}
+{{- define "plantstore.jwt.volumeMounts" -}}
+{{- if include "plantstore.jwt.enabled" . -}}
+- name: jwt
+  mountPath: {{ include "plantstore.jwt.dir" . }}
+  readOnly: true
+{{- if .Values.auth.jwt.kubernetes.enabled }}
+- name: jwt-kubernetes
+  mountPath: {{ include "plantstore.jwt.kubernetesDir" . }}
+  readOnly: true
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "plantstore.jwt.volumes" -}}
+{{- if include "plantstore.jwt.enabled" . -}}
+- name: jwt
+  projected:
+    sources:
+      - configMap:
+          name: {{ include "plantstore.jwt.configMapName" . }}
+          items:
+            - key: issuers
+              path: issuers
+      {{- range $i, $iss := .Values.auth.jwt.issuers }}
+      {{- with $iss.caConfigMap }}
+      - configMap:
+          name: {{ .name }}
+          items:
+            - key: {{ .key | default "ca.crt" }}
+              path: ca-{{ $i }}.crt
+      {{- end }}
+      {{- end }}
+{{- if .Values.auth.jwt.kubernetes.enabled }}
+# The bearer of the discovery and key set requests to the API server: no audience, so the API server's
+# own (tokens of the callers' audience are refused there); rotated by the kubelet, which the service
+# rereads at each request. The cluster's CA is what the API server's certificate is signed by.
+- name: jwt-kubernetes
+  projected:
+    sources:
+      - serviceAccountToken:
+          path: token
+          expirationSeconds: 3600
+      - configMap:
+          name: kube-root-ca.crt
+          items:
+            - key: ca.crt
+              path: ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+The identity lines of auth.identities, as a JSON list (fromJsonArray): one a line of the tokens file,
+`issuer=<URL> subject=<sub> claim=<name>:<value> name=<client> scopes=... rate=... burst=...`.
+*/}}
+{{- define "plantstore.identities.lines" -}}
+{{- $lines := list }}
+{{- range .Values.auth.identities }}
+{{- $line := printf "issuer=%s" (.issuer | default $.Values.auth.jwt.kubernetes.issuer) }}
+{{- if .serviceAccount }}
+{{- $line = printf "%s subject=system:serviceaccount:%s" $line (replace "/" ":" .serviceAccount) }}
+{{- else if .subject }}
+{{- $line = printf "%s subject=%s" $line .subject }}
+{{- end }}
+{{- with .claim }}{{ $line = printf "%s claim=%s" $line . }}{{ end }}
+{{- $line = printf "%s name=%s" $line .name }}
+{{- with .scopes }}{{ $line = printf "%s scopes=%s" $line (join "," .) }}{{ end }}
+{{- with .rate }}{{ $line = printf "%s rate=%s" $line . }}{{ end }}
+{{- with .burst }}{{ $line = printf "%s burst=%d" $line (int .) }}{{ end }}
+{{- $lines = append $lines $line }}
+{{- end }}
+{{- toJson $lines }}
 {{- end }}
 
 {{/*
@@ -281,6 +400,35 @@ app.kubernetes.io/component: redis
 app.kubernetes.io/name: {{ include "plantstore.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: redis
+{{- end }}
+
+{{/* Whether the chart's Redis runs as a master, replicas and Sentinels (redis.architecture sentinel). */}}
+{{- define "plantstore.redis.sentinel" -}}
+{{- if and .Values.redis.enabled (eq (toString (.Values.redis.architecture | default "standalone")) "sentinel") }}true{{ end }}
+{{- end }}
+
+{{/* Pods of the chart's Redis StatefulSet. */}}
+{{- define "plantstore.redis.replicas" -}}
+{{- if include "plantstore.redis.sentinel" . }}{{ .Values.redis.sentinel.replicas | int }}{{ else }}1{{ end }}
+{{- end }}
+
+{{/*
+The DNS names of the Redis pods, space-separated, in ordinal order: <pod>.<headless Service>.<namespace>.svc,
+which every pod of the namespace resolves (publishNotReadyAddresses: a pod still starting is found too).
+*/}}
+{{- define "plantstore.redis.hosts" -}}
+{{- $name := include "plantstore.redis.fullname" . }}
+{{- $hosts := list }}
+{{- range $i := until (include "plantstore.redis.replicas" . | int) }}
+{{- $hosts = append $hosts (printf "%s-%d.%s.%s.svc" $name $i $name $.Release.Namespace) }}
+{{- end }}
+{{- join " " $hosts }}
+{{- end }}
+
+{{/* config.redis.minReplicaAcks, or when null 1 with the chart's Sentinel and 0 otherwise. */}}
+{{- define "plantstore.redis.minReplicaAcks" -}}
+{{- $acks := .Values.config.redis.minReplicaAcks }}
+{{- if kindIs "invalid" $acks }}{{ ternary 1 0 (eq (include "plantstore.redis.sentinel" .) "true") }}{{ else }}{{ $acks | int }}{{ end }}
 {{- end }}
 
 {{- define "plantstore.redis.secretName" -}}
@@ -339,7 +487,24 @@ Job: EnvVar items at column 0, for nindent. With the embedded store, only an emp
 {{- define "plantstore.redisEnv" -}}
 {{- $store := include "plantstore.store" . }}
 {{- $ext := .Values.externalRedis }}
-{{- if eq $store "redis" -}}
+{{- if include "plantstore.redis.sentinel" . -}}
+# The chart's Sentinels, one beside each Redis server: they name the master.
+- name: PLANTSTORE_REDIS_ADDR
+  value: {{ regexReplaceAll "( |$)" (include "plantstore.redis.hosts" .) ":26379$1" | replace " " "," | quote }}
+- name: PLANTSTORE_REDIS_MASTER_NAME
+  value: {{ .Values.redis.sentinel.masterName | quote }}
+- name: PLANTSTORE_REDIS_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "plantstore.redis.secretName" . }}
+      key: {{ include "plantstore.redis.secretKey" . }}
+# The Sentinels ask for the same password.
+- name: PLANTSTORE_REDIS_SENTINEL_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "plantstore.redis.secretName" . }}
+      key: {{ include "plantstore.redis.secretKey" . }}
+{{- else if eq $store "redis" -}}
 # The chart's Redis, through its headless Service.
 - name: PLANTSTORE_REDIS_ADDR
   value: {{ printf "%s:6379" (include "plantstore.redis.fullname" .) | quote }}
@@ -418,7 +583,7 @@ Job: EnvVar items at column 0, for nindent. With the embedded store, only an emp
 - name: PLANTSTORE_REDIS_WRITE_TIMEOUT
   value: {{ .Values.config.redis.writeTimeout | quote }}
 - name: PLANTSTORE_REDIS_MIN_REPLICA_ACKS
-  value: {{ .Values.config.redis.minReplicaAcks | int | quote }}
+  value: {{ include "plantstore.redis.minReplicaAcks" . | quote }}
 - name: PLANTSTORE_REDIS_REPLICA_ACK_TIMEOUT
   value: {{ .Values.config.redis.replicaAckTimeout | quote }}
 {{- end }}
@@ -451,6 +616,10 @@ the same for the API pods and the migration Job: NetworkPolicyEgressRule items a
   ports:
     - port: 6379
       protocol: TCP
+    {{- if include "plantstore.redis.sentinel" . }}
+    - port: 26379
+      protocol: TCP
+    {{- end }}
 {{- else if eq $store "external" }}
 {{- $ext := $np.egress.externalRedis }}
 - ports:
@@ -560,15 +729,26 @@ fails with the same clear message.
 {{- /*
 `helm upgrade --reuse-values` renders this chart with the values of the release's older chart: its
 defaults and the user's, none of this chart's. Every template includes this check first, so such values
-fail here with what to do, not with a nil pointer wherever a section this chart added is read. secretsJob
-is the newest section; a chart that adds sections names its own here (the render tests upgrade from
+fail here with what to do, not with a nil pointer wherever a section this chart added is read. httpRoute
+ is the newest section; a chart that adds sections names its own here (the render tests upgrade from
 every released chart's values with --reuse-values).
 */}}
-{{- if not (hasKey .Values "secretsJob") }}
+{{- if not (hasKey .Values "httpRoute") }}
 {{- include "plantstore.fail" (printf "these values are an older chart's, not chart %s's: `helm upgrade --reuse-values` renders a new chart with the defaults of the chart the release was installed with, which lack the settings this chart added. Upgrade with --reset-then-reuse-values instead (Helm 3.14 or later: this chart's defaults, then the values you set before, then those you give now), or give all your values again with -f and --set, without --reuse-values" .Chart.Version) }}
 {{- end }}
 {{- $v := .Values }}
 {{- $ext := $v.externalRedis }}
+{{- /* the Gateway route */}}
+{{- with $v.httpRoute }}
+{{- if and .enabled .timeouts.request .timeouts.backendRequest }}
+{{- $attempts := add 1 (int .retry.attempts) }}
+{{- $request := include "plantstore.gatewayDurationMs" .timeouts.request | int }}
+{{- $backend := include "plantstore.gatewayDurationMs" .timeouts.backendRequest | int }}
+{{- if lt $request (mul $backend $attempts) }}
+{{- include "plantstore.fail" (printf "httpRoute.timeouts.request (%s) must be at least httpRoute.timeouts.backendRequest (%s) times the attempts (%d: 1 + httpRoute.retry.attempts), or the Gateway gives up before the last attempt has had its time" .timeouts.request .timeouts.backendRequest $attempts) }}
+{{- end }}
+{{- end }}
+{{- end }}
 {{- /* the store */}}
 {{- if and $v.redis.enabled $ext.addresses }}
 {{- include "plantstore.fail" "redis.enabled and externalRedis.addresses exclude each other: set redis.enabled=false to use an external Redis, or clear externalRedis.addresses to deploy the chart's Redis" }}
@@ -593,8 +773,17 @@ every released chart's values with --reuse-values).
 {{- if and (include "plantstore.externalRedis.isCluster" .) (ne (int $v.config.redis.db) 0) }}
 {{- include "plantstore.fail" "config.redis.db must be 0 with a Redis Cluster (externalRedis.cluster, or several addresses without masterName)" }}
 {{- end }}
-{{- if and (gt (int $v.config.redis.minReplicaAcks) 0) (not $ext.addresses) }}
-{{- include "plantstore.fail" "config.redis.minReplicaAcks needs an external Redis with replicas (externalRedis.addresses, Sentinel or Cluster): the chart's Redis has none, so every create would answer 503" }}
+{{- if and (gt (include "plantstore.redis.minReplicaAcks" . | int) 0) (not $ext.addresses) (not (include "plantstore.redis.sentinel" .)) }}
+{{- include "plantstore.fail" "config.redis.minReplicaAcks needs a Redis with replicas (redis.architecture sentinel, or externalRedis.addresses with Sentinel or Cluster): the chart's standalone Redis has none, so every create would answer 503" }}
+{{- end }}
+{{- if include "plantstore.redis.sentinel" . }}
+{{- $s := $v.redis.sentinel }}
+{{- if ge (include "plantstore.redis.minReplicaAcks" . | int) (int $s.replicas) }}
+{{- include "plantstore.fail" (printf "config.redis.minReplicaAcks %d needs more than that many Redis servers (redis.sentinel.replicas is %d): one is the master" (include "plantstore.redis.minReplicaAcks" . | int) (int $s.replicas)) }}
+{{- end }}
+{{- if gt (int $s.quorum) (int $s.replicas) }}
+{{- include "plantstore.fail" (printf "redis.sentinel.quorum %d is more than the %d Sentinels (redis.sentinel.replicas)" (int $s.quorum) (int $s.replicas)) }}
+{{- end }}
 {{- end }}
 {{- if and $ext.existingSecret (not $ext.existingSecretKey) }}
 {{- include "plantstore.fail" "externalRedis.existingSecretKey is required with externalRedis.existingSecret: the key of the Redis password in that Secret" }}
@@ -617,6 +806,55 @@ every released chart's values with --reuse-values).
 {{- end }}
 {{- if and $v.auth.existingSecret (not $v.auth.existingSecretKey) }}
 {{- include "plantstore.fail" "auth.existingSecretKey is required with auth.existingSecret: the key of the tokens file in that Secret" }}
+{{- end }}
+{{- /* JWT: what the service would refuse at start, or in the tokens file, said here */}}
+{{- $jwt := $v.auth.jwt }}
+{{- $issuers := list }}
+{{- if $jwt.kubernetes.enabled }}{{ $issuers = append $issuers $jwt.kubernetes.issuer }}{{ end }}
+{{- range $i, $iss := $jwt.issuers }}
+{{- if has $iss.url $issuers }}
+{{- include "plantstore.fail" (printf "auth.jwt.issuers[%d]: the issuer %s is configured twice (auth.jwt.kubernetes.issuer or an earlier item): one line an issuer" $i $iss.url) }}
+{{- end }}
+{{- $issuers = append $issuers $iss.url }}
+{{- end }}
+{{- if include "plantstore.jwt.enabled" . }}
+{{- if gt (include "plantstore.durationMs" $jwt.refreshMinInterval | float64) (include "plantstore.durationMs" $jwt.refreshInterval | float64) }}
+{{- include "plantstore.fail" (printf "auth.jwt.refreshMinInterval (%s) must not exceed auth.jwt.refreshInterval (%s): the service refuses to start otherwise" $jwt.refreshMinInterval $jwt.refreshInterval) }}
+{{- end }}
+{{- if gt (include "plantstore.durationMs" $jwt.leeway | float64) 300000.0 }}
+{{- include "plantstore.fail" (printf "auth.jwt.leeway (%s) must be at most 5m: the service refuses to start otherwise" $jwt.leeway) }}
+{{- end }}
+{{- range list "refreshInterval" "refreshMinInterval" "timeout" }}
+{{- if eq (include "plantstore.durationMs" (get $jwt .) | float64) 0.0 }}
+{{- include "plantstore.fail" (printf "auth.jwt.%s must be positive: the service refuses to start otherwise" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and $v.auth.existingSecret $v.auth.identities }}
+{{- include "plantstore.fail" "auth.identities needs a tokens Secret the chart manages, but auth.existingSecret is set: write the identity lines into that Secret's tokens file yourself (issuer=<URL> subject=<sub> name=<client> ..., docs/operations.md \"JWT callers\") and leave auth.identities empty" }}
+{{- end }}
+{{- range $i, $id := $v.auth.identities }}
+{{- $at := printf "auth.identities[%d]" $i }}
+{{- if not $id.name }}
+{{- include "plantstore.fail" (printf "%s: name is required: the client the identity is mapped to (logs, metrics, rate limits, scopes)" $at) }}
+{{- end }}
+{{- $at = printf "%s (name %s)" $at $id.name }}
+{{- if and $id.serviceAccount $id.subject }}
+{{- include "plantstore.fail" (printf "%s: serviceAccount and subject exclude each other: serviceAccount <namespace>/<name> is the subject system:serviceaccount:<namespace>:<name>" $at) }}
+{{- end }}
+{{- if not (or $id.serviceAccount $id.subject $id.claim) }}
+{{- include "plantstore.fail" (printf "%s: needs serviceAccount (<namespace>/<name>) or subject, or a claim: it would otherwise name no one" $at) }}
+{{- end }}
+{{- if and $id.serviceAccount (not (regexMatch "^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$" $id.serviceAccount)) }}
+{{- include "plantstore.fail" (printf "%s: serviceAccount %q must be <namespace>/<name>" $at $id.serviceAccount) }}
+{{- end }}
+{{- if and $id.burst (not $id.rate) }}
+{{- include "plantstore.fail" (printf "%s: burst needs rate: the service would refuse the whole tokens file" $at) }}
+{{- end }}
+{{- $issuer := $id.issuer | default $jwt.kubernetes.issuer }}
+{{- if not (has $issuer $issuers) }}
+{{- include "plantstore.fail" (printf "%s: its issuer %s is not configured, so it would match no token: set auth.jwt.kubernetes.enabled=true for the cluster's issuer, or add it to auth.jwt.issuers" $at $issuer) }}
+{{- end }}
 {{- end }}
 {{- /* shutdown: the grace period must cover the delay and the drain */}}
 {{- $delay := include "plantstore.durationMs" $v.config.shutdownDelay | float64 }}
@@ -650,6 +888,18 @@ otel.resourceAttributes.
 {{- $attrs = append $attrs (printf "%s=%s" $k (toString $v)) }}
 {{- end }}
 {{- join "," $attrs }}
+{{- end }}
+
+{{/*
+A Gateway API duration (1h, 5s, 500ms, 1m30s) in milliseconds.
+*/}}
+{{- define "plantstore.gatewayDurationMs" -}}
+{{- $ms := 0 -}}
+{{- $units := dict "h" 3600000 "m" 60000 "s" 1000 "ms" 1 -}}
+{{- range regexFindAll "[0-9]+(ms|h|m|s)" . -1 -}}
+{{- $ms = add $ms (mul (regexReplaceAll "[a-z]+$" . "" | int) (get $units (regexReplaceAll "^[0-9]+" . ""))) -}}
+{{- end -}}
+{{- $ms -}}
 {{- end }}
 
 {{/*
@@ -697,4 +947,139 @@ maxmemory {{ include "plantstore.redis.maxmemory" . }}
 # Plants are data, not a cache: refuse writes rather than evict.
 maxmemory-policy noeviction
 include /run/redis/auth.conf
+{{- if include "plantstore.redis.sentinel" . }}
+# Every server may become master: the Sentinels pick among equals.
+replica-priority 100
+# A replica that must copy the whole dataset (the old master of a handover, a restarted server) gets
+# it at once. Redis's default waits 5 seconds for more replicas to share the transfer, and the
+# Sentinel leading a failover meanwhile holds back its announcement of the new master until that
+# replica has its copy: clients listening to it kept writing to the old master for those 5 seconds.
+repl-diskless-sync-delay 0
+# replicaof (unless this pod starts as the master) and replica-announce-ip, written at start.
+include /run/redis/replication.conf
+{{- end }}
+{{- end }}
+
+{{/*
+find-master.sh HOST: the host of the current master as another pod's Sentinel names it. Where no Sentinel
+answers, a server that says it is master is the master: the first pod of a standalone Redis upgraded to
+this set, still running its old template without a Sentinel, which holds the plants. Only when no other
+server exists (their names do not resolve: a new set, whose pods start one after the other) is it the
+first pod's. A server that exists but neither answers (still starting, or not reachable yet) is asked
+again for 45 seconds (within the liveness probe's patience); then the script fails, and the container
+with it, rather than start a second master beside the one the Sentinels follow.
+
+When the Sentinels still name this pod, it was the master and has been down: it starts as the master
+again only if no failover can begin. Once a Sentinel has gone half its down-after without an answer, or
+already reports the master down, a quorum of them will promote a replica: a master started meanwhile
+would acknowledge writes that the promotion then drops (the replica promoted stopped copying it). So the
+script waits for the failover and names the new master. A Sentinel that cannot reach its quorum
+(CKQUORUM) cannot fail over and does not hold the start back.
+*/}}
+{{- define "plantstore.redis.findMaster" -}}
+{{- $s := .Values.redis.sentinel -}}
+#!/bin/sh
+set -u
+me=$1
+end=$(($(date +%s) + 45))
+field() { sed -n "/^$1\$/{n;p;}"; }
+while :; do
+  unanswered=""
+  naming_me=""
+  failing_over=""
+  for host in {{ include "plantstore.redis.hosts" . }}; do
+    [ "$host" = "$me" ] && continue
+    answer=$(timeout 3 redis-cli -h "$host" -p 26379 --raw SENTINEL get-master-addr-by-name {{ $s.masterName }} 2>&1 | head -n 1)
+    case $answer in
+      *"Name or service not known"* | *"Name does not resolve"* | *"No address associated"*) ;;
+      "" | *" "* | ERR* | NOAUTH* | WRONGPASS*) unanswered="$unanswered $host" ;;
+      "$me") naming_me="$naming_me $host" ;;
+      *) echo "$answer"; exit 0 ;;
+    esac
+  done
+  if [ -n "$naming_me" ]; then
+    for host in $naming_me; do
+      timeout 3 redis-cli -h "$host" -p 26379 --raw SENTINEL ckquorum {{ $s.masterName }} 2>&1 | grep -q '^OK' || continue
+      state=$(timeout 3 redis-cli -h "$host" -p 26379 --raw SENTINEL master {{ $s.masterName }} 2>/dev/null)
+      flags=$(printf '%s\n' "$state" | field flags)
+      since=$(printf '%s\n' "$state" | field last-ok-ping-reply)
+      case ",$flags," in
+        *,s_down,* | *,o_down,* | *,failover_in_progress,*) failing_over="$failing_over $host($flags)" ;;
+        *) [ "${since:-{{ $s.downAfterMilliseconds | int }}}" -lt {{ div ($s.downAfterMilliseconds | int) 2 }} ] || failing_over="$failing_over $host(no answer for ${since:-?}ms)" ;;
+      esac
+    done
+    [ -z "$failing_over" ] && { echo "$me"; exit 0; }
+    echo "find-master: the Sentinels still name $me but will fail over:$failing_over; waiting for the new master" >&2
+  elif [ -z "$unanswered" ]; then
+    echo {{ first (splitList " " (include "plantstore.redis.hosts" .)) }}
+    exit 0
+  else
+    for host in $unanswered; do
+      role=$(timeout 3 redis-cli -h "$host" -p 6379 --raw info replication 2>/dev/null | tr -d '\r' | sed -n 's/^role://p')
+      [ "$role" = master ] && { echo "$host"; exit 0; }
+    done
+  fi
+  [ "$(date +%s)" -lt "$end" ] || break
+  sleep 1
+done
+echo "find-master: no master named for 45s (Sentinels failing over:${failing_over:- none}; unanswered:${unanswered:- none}): not starting" >&2
+exit 1
+{{- end }}
+
+{{/*
+switchover.sh HOST, the preStop of a server: a master about to stop (a drain, a rollout, a scale-down)
+hands over first. It pauses writes (none is acknowledged from then on, so the replica promoted holds
+every acknowledged plant), asks another pod's Sentinel to fail over (this pod's is stopping too), again
+while the Sentinels are still completing an earlier failover, and ends, writes still paused, once every
+Sentinel has the promoted replica on record as the master, at most 20 seconds in all, closing its clients'
+connections so that they ask the Sentinels again; clients meanwhile wait or get 503s for a second or two
+instead of the down-after window. A replica stops as it is.
+*/}}
+{{- define "plantstore.redis.switchover" -}}
+#!/bin/sh
+set -u
+me=$1
+role() { redis-cli -h 127.0.0.1 --raw info replication | tr -d '\r' | sed -n 's/^role://p'; }
+[ "$(role)" = master ] || exit 0
+start=$(date +%s)
+end=$((start + 20))
+redis-cli -h 127.0.0.1 CLIENT PAUSE 20000 WRITE >/dev/null
+# A Sentinel refuses while an earlier failover is still being completed
+# (INPROG): ask again until one accepts.
+asked=""
+while [ -z "$asked" ] && [ "$(date +%s)" -lt "$end" ]; do
+  for host in {{ include "plantstore.redis.hosts" . }}; do
+    [ "$host" = "$me" ] && continue
+    [ "$(timeout 3 redis-cli -h "$host" -p 26379 SENTINEL failover {{ .Values.redis.sentinel.masterName }} 2>&1)" = OK ] && { asked=$host; break; }
+  done
+  [ -n "$asked" ] || sleep 1
+done
+# Done when every Sentinel that answers has another master on record (the
+# one asked switches at the failover's end, the others from its hellos):
+# clients asking any of them find the new master. The writes stay paused
+# until the pod stops, so none is taken by a master about to stop; the
+# Sentinels convert it only after seeing it report the wrong role for a
+# while, past the pause, and a REPLICAOF here would start a full sync whose
+# first AOF rewrite makes Redis refuse the SIGTERM that follows.
+new=""
+while [ -n "$asked" ] && [ -z "$new" ] && [ "$(date +%s)" -lt "$end" ]; do
+  agreed="" stale=""
+  for host in {{ include "plantstore.redis.hosts" . }}; do
+    [ "$host" = "$me" ] && continue
+    rec=$(timeout 2 redis-cli -h "$host" -p 26379 --raw SENTINEL master {{ .Values.redis.sentinel.masterName }} 2>/dev/null | tr -d '\r' |
+      awk 'NR % 2 == 1 {k = $0; next} k == "ip" {ip = $0} END {print ip}')
+    [ -n "$rec" ] || continue
+    if [ "$rec" = "$me" ]; then stale=$host; else agreed=$rec; fi
+  done
+  [ -n "$agreed" ] && [ -z "$stale" ] && new=$agreed
+  [ -n "$new" ] || sleep 0.2
+done
+# Its clients (the API pods' pools) would wait on the paused writes until the
+# pod stops: closed now, they ask the Sentinels, which all name the new one.
+if [ -n "$new" ]; then
+  redis-cli -h 127.0.0.1 CLIENT KILL TYPE normal >/dev/null
+else
+  redis-cli -h 127.0.0.1 CLIENT UNPAUSE >/dev/null
+fi
+echo "switchover: $me hands over to ${new:-none (writes unpaused)} after $(($(date +%s) - start))s (failover asked of ${asked:-no Sentinel})"
 {{- end }}

@@ -49,6 +49,17 @@ func TestAdminPortOnlyOnTheAdminService(t *testing.T) {
 						}
 					}
 				}
+				apiPort := servicePort(t, r.get(t, "Service", "plantstore"), "http")
+				for _, route := range r.find("HTTPRoute") {
+					for _, rule := range list(route.Obj, "spec", "rules") {
+						for _, b := range list(rule.(map[string]any), "backendRefs") {
+							svc, port := str(b.(map[string]any), "name"), fmt.Sprint(dig(b.(map[string]any), "port"))
+							if svc != "plantstore" || port != fmt.Sprint(apiPort) {
+								t.Errorf("HTTPRoute %s routes to %s:%s, want plantstore:%d", route.Name(), svc, port, apiPort)
+							}
+						}
+					}
+				}
 			})
 		}
 	}

@@ -1,0 +1,228 @@
+package chart
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const sentinelValues = "ci/sentinel-values.yaml"
+
+// envOf is a container's environment: value, or "secret:<name>/<key>".
+func envOf(container map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, e := range list(container, "env") {
+		e := e.(map[string]any)
+		name, _ := e["name"].(string)
+		if v, ok := e["value"].(string); ok {
+			out[name] = v
+			continue
+		}
+		if ref, ok := dig(e, "valueFrom", "secretKeyRef").(map[string]any); ok {
+			out[name] = fmt.Sprintf("secret:%v/%v", ref["name"], ref["key"])
+		}
+	}
+	return out
+}
+
+// container returns the named container of a pod spec, nil without it.
+func container(spec map[string]any, name string) map[string]any {
+	for _, c := range list(spec, "containers") {
+		if c := c.(map[string]any); c["name"] == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// TestSentinelArchitecture: redis.architecture sentinel makes three Redis
+// servers, each pod with a Sentinel, spread over zones and nodes, with a
+// PodDisruptionBudget of one; the API pods and the migration Job follow the
+// Sentinels by their stable DNS names, with the password for both, and wait
+// for one replica's acknowledgement; the NetworkPolicies let the servers and
+// Sentinels reach each other and the API reach the Sentinels.
+func TestSentinelArchitecture(t *testing.T) {
+	r := mustRender(t, []string{sentinelValues})
+	sts := r.get(t, "StatefulSet", "plantstore-redis")
+	if got := fmt.Sprint(dig(sts.Obj, "spec", "replicas")); got != "3" {
+		t.Errorf("Redis StatefulSet replicas = %s, want 3", got)
+	}
+	spec := podSpec(sts)
+	sentinel := container(spec, "sentinel")
+	if container(spec, "redis") == nil || sentinel == nil {
+		t.Fatalf("Redis pod containers %v, want redis and sentinel", list(spec, "containers"))
+	}
+	if env := envOf(sentinel); env["REDIS_PASSWORD"] != "secret:plantstore-redis/redis-password" {
+		t.Errorf("the Sentinel's password: %q", env["REDIS_PASSWORD"])
+	}
+	script := strings.Join(func() (s []string) {
+		for _, a := range list(sentinel, "command") {
+			s = append(s, a.(string))
+		}
+		return
+	}(), " ")
+	for _, want := range []string{"sentinel monitor plantstore $master 6379 2", "sentinel resolve-hostnames yes",
+		"sentinel announce-hostnames yes", `sentinel auth-pass plantstore "$escaped"`, `requirepass "$escaped"`} {
+		if !strings.Contains(script, want) {
+			t.Errorf("the Sentinel's configuration lacks %q", want)
+		}
+	}
+
+	var keys []string
+	for _, c := range list(spec, "topologySpreadConstraints") {
+		c := c.(map[string]any)
+		keys = append(keys, str(c, "topologyKey"))
+		if got := dig(c, "labelSelector", "matchLabels", "app.kubernetes.io/component"); got != "redis" {
+			t.Errorf("a spread constraint of the Redis pods selects component %v", got)
+		}
+	}
+	if want := []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"}; !reflect.DeepEqual(keys, want) {
+		t.Errorf("Redis pods spread over %v, want %v", keys, want)
+	}
+
+	hosts := []string{
+		"plantstore-redis-0.plantstore-redis.plantstore.svc",
+		"plantstore-redis-1.plantstore-redis.plantstore.svc",
+		"plantstore-redis-2.plantstore-redis.plantstore.svc",
+	}
+	conf := r.get(t, "ConfigMap", "plantstore-redis").Obj
+	if find := str(conf, "data", "find-master.sh"); !strings.Contains(find, "for host in "+strings.Join(hosts, " ")+"; do") {
+		t.Errorf("find-master.sh does not ask the three pods' Sentinels:\n%s", find)
+	}
+	// A restarted server never makes itself master while other servers exist:
+	// only names that do not resolve (a new set) let it fall back.
+	if find := str(conf, "data", "find-master.sh"); !strings.Contains(find, "exit 1") || !strings.Contains(find, "Name or service not known") {
+		t.Errorf("find-master.sh falls back to the first pod whatever the Sentinels answer:\n%s", find)
+	}
+	// A master about to stop hands over first: writes paused, another pod's
+	// Sentinel asked to fail over.
+	preStop := fmt.Sprint(dig(container(spec, "redis"), "lifecycle", "preStop", "exec", "command"))
+	if !strings.Contains(preStop, "/etc/redis/switchover.sh") {
+		t.Errorf("the Redis container's preStop is %s, want switchover.sh", preStop)
+	}
+	if sw := str(conf, "data", "switchover.sh"); !strings.Contains(sw, "CLIENT PAUSE") || !strings.Contains(sw, "SENTINEL failover plantstore") {
+		t.Errorf("switchover.sh does not pause writes and ask for a failover:\n%s", sw)
+	}
+	if redisConf := str(conf, "data", "redis.conf"); !strings.Contains(redisConf, "include /run/redis/replication.conf") {
+		t.Errorf("redis.conf does not include the replication settings written at start:\n%s", redisConf)
+	}
+	// A full resync starts at once: Redis's 5 s wait for more replicas
+	// delays the end of a failover, and the Sentinel's +switch-master.
+	if redisConf := str(conf, "data", "redis.conf"); !strings.Contains(redisConf, "\nrepl-diskless-sync-delay 0\n") {
+		t.Errorf("redis.conf keeps Redis's 5 s wait before a full resync:\n%s", redisConf)
+	}
+
+	wantEnv := map[string]string{
+		"PLANTSTORE_REDIS_ADDR":              strings.Join(hosts, ":26379,") + ":26379",
+		"PLANTSTORE_REDIS_MASTER_NAME":       "plantstore",
+		"PLANTSTORE_REDIS_PASSWORD":          "secret:plantstore-redis/redis-password",
+		"PLANTSTORE_REDIS_SENTINEL_PASSWORD": "secret:plantstore-redis/redis-password",
+		"PLANTSTORE_REDIS_MIN_REPLICA_ACKS":  "1",
+	}
+	for _, o := range []object{r.get(t, "Deployment", "plantstore"), r.get(t, "Job", "plantstore-migrate")} {
+		env := envOf(container(podSpec(o), "plantstore"))
+		if o.Kind() == "Job" {
+			env = envOf(list(podSpec(o), "containers")[0].(map[string]any))
+		}
+		for k, v := range wantEnv {
+			if env[k] != v {
+				t.Errorf("%s: %s = %q, want %q", o, k, env[k], v)
+			}
+		}
+	}
+
+	svc := r.get(t, "Service", "plantstore-redis").Obj
+	if dig(svc, "spec", "publishNotReadyAddresses") != true {
+		t.Error("the Redis Service does not publish starting pods: a starting pod would not find the others")
+	}
+	if !hasPort(list(svc, "spec", "ports"), 26379) {
+		t.Errorf("the Redis Service has no Sentinel port: %v", list(svc, "spec", "ports"))
+	}
+	if got := fmt.Sprint(dig(r.get(t, "PodDisruptionBudget", "plantstore-redis").Obj, "spec", "maxUnavailable")); got != "1" {
+		t.Errorf("Redis PodDisruptionBudget maxUnavailable = %s, want 1", got)
+	}
+
+	redisPolicy := r.get(t, "NetworkPolicy", "plantstore-redis").Obj
+	if eg := list(redisPolicy, "spec", "egress"); len(eg) != 2 || !hasPort(list(eg[1].(map[string]any), "ports"), 6379) || !hasPort(list(eg[1].(map[string]any), "ports"), 26379) {
+		t.Errorf("Redis egress %v, want DNS and the other servers and Sentinels", eg)
+	}
+	var peers bool
+	for _, in := range list(redisPolicy, "spec", "ingress") {
+		in := in.(map[string]any)
+		from := list(in, "from")
+		if len(from) == 1 && dig(from[0].(map[string]any), "podSelector", "matchLabels", "app.kubernetes.io/component") == "redis" {
+			peers = true
+		}
+	}
+	if !peers {
+		t.Error("the Redis NetworkPolicy does not admit the other Redis pods")
+	}
+	var apiToSentinel bool
+	for _, eg := range list(r.get(t, "NetworkPolicy", "plantstore").Obj, "spec", "egress") {
+		if hasPort(list(eg.(map[string]any), "ports"), 26379) {
+			apiToSentinel = true
+		}
+	}
+	if !apiToSentinel {
+		t.Error("the API's NetworkPolicy does not let it reach the Sentinels")
+	}
+}
+
+func hasPort(ports []any, port int) bool {
+	for _, p := range ports {
+		if fmt.Sprint(dig(p.(map[string]any), "port")) == fmt.Sprint(port) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSentinelAcksDecided: config.redis.minReplicaAcks null is 1 with the
+// chart's Sentinel and 0 with its standalone Redis; a number decides.
+func TestSentinelAcksDecided(t *testing.T) {
+	acks := func(v any) map[string]any {
+		return map[string]any{"config": map[string]any{"redis": map[string]any{"minReplicaAcks": v}}}
+	}
+	for _, tc := range []struct {
+		name   string
+		files  []string
+		values []map[string]any
+		want   string
+	}{
+		{"standalone", nil, nil, "0"},
+		{"sentinel", []string{sentinelValues}, nil, "1"},
+		{"sentinel, 0 asked for", []string{sentinelValues}, []map[string]any{acks(0)}, "0"},
+		{"sentinel, 2 asked for", []string{sentinelValues}, []map[string]any{acks(2)}, "2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRender(t, tc.files, tc.values...)
+			if got := envOf(container(podSpec(r.get(t, "Deployment", "plantstore")), "plantstore"))["PLANTSTORE_REDIS_MIN_REPLICA_ACKS"]; got != tc.want {
+				t.Errorf("PLANTSTORE_REDIS_MIN_REPLICA_ACKS = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestStandaloneUnchangedBySentinelValues: a release whose values predate
+// redis.architecture (helm upgrade --reuse-values within 1.2) renders the
+// standalone Redis exactly as the default does: nothing restarts it.
+func TestStandaloneUnchangedBySentinelValues(t *testing.T) {
+	old := deepCopy(t, loadChart(t).Values)
+	redis := old["redis"].(map[string]any)
+	delete(redis, "architecture")
+	delete(redis, "sentinel")
+	before, err := renderUpgrade(t, installed{ChartVersion: "1.1.0", ChartValues: old}, upgradeFlags{ReuseValues: true}, nil)
+	if err != nil {
+		t.Fatalf("helm upgrade --reuse-values from values without redis.architecture: %v", err)
+	}
+	now := mustRender(t, nil)
+	for _, kind := range []string{"StatefulSet", "ConfigMap", "Service"} {
+		if a, b := before.get(t, kind, "plantstore-redis").Text, now.get(t, kind, "plantstore-redis").Text; a != b {
+			t.Errorf("the Redis %s differs without redis.architecture:\n%s\n---\n%s", kind, a, b)
+		}
+	}
+	if container(podSpec(now.get(t, "StatefulSet", "plantstore-redis")), "sentinel") != nil {
+		t.Error("a standalone Redis pod has a Sentinel")
+	}
+}

@@ -1,0 +1,77 @@
+package chart
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSwitchoverOnRealSentinels runs the chart's switchover.sh, the master
+// pod's preStop, against real redis-servers and Sentinels on loopback: the
+// master's pod drained, its own Sentinel stopping with it. The Sentinels
+// promote a replica, and the script ends once every Sentinel has it on
+// record, so the pod stops seconds after the drain began, not when the
+// pause runs out (20 s); the old master's writes stay paused to its end, so
+// none is taken by a master about to stop, and every write acknowledged
+// before the drain is on the new master. Its clients' connections are
+// closed at the end, so that they ask the Sentinels again at once rather
+// than wait on the paused writes until the pod stops.
+func TestSwitchoverOnRealSentinels(t *testing.T) {
+	r := mustRender(t, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": map[string]any{
+		"downAfterMilliseconds": findMasterDownAfter.Milliseconds(),
+	}}})
+	script := str(r.get(t, "ConfigMap", "plantstore-redis").Obj, "data", "switchover.sh")
+
+	set := startSentinelSet(t, 4)
+	if _, err := set.cli(set.ip(0), set.redisPort, "SET", "acknowledged", "before-the-drain"); err != nil {
+		t.Fatal(err)
+	}
+	// An API pod's pooled connection to the master.
+	client, err := net.DialTimeout("tcp", net.JoinHostPort(set.ip(0), strconv.Itoa(set.redisPort)), 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	replies := bufio.NewReader(client)
+	if _, err := client.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := replies.ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("PING on a client connection: %q %v", line, err)
+	}
+	out, took := set.runScript(t, "switchover.sh", script, 0)
+	if took > 10*time.Second {
+		t.Errorf("switchover.sh took %v: the pod's stop waited on the pause's end, not on the handover", took)
+	}
+	promoted := set.sentinelMaster(t, 1)
+	if promoted != set.ip(1) && promoted != set.ip(2) {
+		t.Fatalf("Sentinel 1 names %s after the switchover, want a replica promoted (%s or %s); the script said %q", promoted, set.ip(1), set.ip(2), out)
+	}
+	if !strings.Contains(out, "hands over to "+promoted) {
+		t.Errorf("the script said %q, want it to name the master it handed over to (%s)", out, promoted)
+	}
+	// The client's connection is closed: its next command fails at once.
+	_ = client.SetDeadline(time.Now().Add(2 * time.Second))
+	_, _ = client.Write([]byte("GET acknowledged\r\n"))
+	if line, err := replies.ReadString('\n'); err == nil || strings.Contains(err.Error(), "timeout") {
+		t.Errorf("a client's connection to the old master after the switchover answered %q (%v), want it closed", line, err)
+	}
+	// Still paused: the write waits, and redis-cli gives up first.
+	if got, err := set.cli(set.ip(0), set.redisPort, "SET", "late", "write"); err == nil {
+		t.Errorf("a write to the old master after the switchover answered %q, want it held (no answer)", got)
+	}
+	if got, err := set.cli(promoted, set.redisPort, "GET", "acknowledged"); err != nil || got != "before-the-drain" {
+		t.Errorf("the promoted master holds %q (%v) for the write acknowledged before the drain", got, err)
+	}
+	// The other Sentinel learns the new master from the leader's hellos.
+	deadline := time.Now().Add(10 * time.Second)
+	for set.sentinelMaster(t, 2) != promoted {
+		if time.Now().After(deadline) {
+			t.Fatalf("Sentinel 2 names %s, not %s, 10s after the switchover", set.sentinelMaster(t, 2), promoted)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
