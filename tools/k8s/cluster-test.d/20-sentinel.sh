@@ -1,0 +1,418 @@
+# shellcheck shell=bash
+# The chart's highly available store, one switch (ci/sentinel-values.yaml:
+# redis.architecture sentinel, NetworkPolicies on), on three nodes in three
+# zones, reached as a user with plants already stored reaches it: installed
+# standalone, then helm upgrade under load (every plant kept). Three Redis
+# servers, each pod with a Sentinel, three API pods, all spread one a zone;
+# the API following the Sentinels and answering a create once a replica
+# holds it; a webhook subscriber that remembers every plant.created. Then,
+# under the open-loop create load, the node of the Redis master is drained (kubectl drain, through the PDBs), and later the
+# node of the next master dies (cluster.sh node-kill: its processes and
+# containers killed, its link down). Each time: the Sentinels promote a
+# replica, every acknowledged plant is read back and its plant.created
+# arrived, every failed request is a 503 with Retry-After or (the dead
+# node's pods, until the control plane sees the node gone) no answer, and
+# the lost server comes back as a replica that refuses writes.
+# The node loss is driven through the Gateway (lib/gateway.sh: the chart's
+# HTTPRoute with Traefik's retry of what could not reach a pod and the
+# plugin's of a 503 by its Retry-After), entered by the load's own node's
+# Traefik pod; beside it a plain load straight to the Service (no Gateway,
+# no retry), and the generated client through the Gateway's cluster-wide
+# Service, a Traefik pod on the dead node among its endpoints.
+# The load and the subscriber run on a node neither disruption takes.
+# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
+
+# shellcheck source=/dev/null
+source "$TOOLS_MOD/cluster-test.d/lib/gateway.sh"
+SN_NS=sentinel
+# The load across the move from standalone: past the upgrade (30 s) and the
+# first pod's return with the failover it may cause (10 s).
+SN_UPGRADE_RATE=100 SN_UPGRADE_LOAD_S=50
+# redis_in NS POD ARGS...: redis-cli in the pod's Redis container (its
+# REDISCLI_AUTH holds the password); sentinel_in the same on the Sentinel.
+# Both print nothing (and succeed) when the pod does not answer.
+redis_in() { local ns=$1 pod=$2; shift 2; { timeout 10 kubectl exec -n "$ns" "$pod" -c redis -- redis-cli -h 127.0.0.1 "$@" 2>/dev/null || true; } | tr -d '\r'; }
+sentinel_in() { local ns=$1 pod=$2; shift 2; { timeout 10 kubectl exec -n "$ns" "$pod" -c sentinel -- redis-cli -h 127.0.0.1 -p 26379 "$@" 2>/dev/null || true; } | tr -d '\r'; }
+redis_pods() { kubectl get pods -n "$1" -l app.kubernetes.io/component=redis -o jsonpath='{.items[*].metadata.name}'; }
+# roles NS: "pod=role" of each Redis pod, a line each.
+roles() {
+  local p
+  for p in $(redis_pods "$1"); do
+    echo "$p=$(redis_in "$1" "$p" info replication | sed -n 's/^role://p')"
+  done
+}
+# master_pod NS [NOT]: the pod the first Sentinel that answers (other than
+# NOT's) names master.
+master_pod() {
+  local p m
+  for p in $(redis_pods "$1"); do
+    [[ $p == "${2:-}" ]] && continue
+    m=$(sentinel_in "$1" "$p" sentinel get-master-addr-by-name plantstore | head -n 1)
+    [[ -n $m ]] && { echo "${m%%.*}"; return; }
+  done
+}
+# wait_master NS OLD SECONDS [ASK_NOT]: wait until a Sentinel names a master
+# other than OLD; print it.
+wait_master() {
+  local t m
+  t=$(ms)
+  while (($(ms) - t < $3 * 1000)); do
+    m=$(master_pod "$1" "${4:-}")
+    [[ -n $m && $m != "$2" ]] && { echo "$m"; return 0; }
+    sleep 0.5
+  done
+  return 1
+}
+# master_off NS MASTER NODE: the master, moved off NODE first if it is there
+# (the load's node must live), as an operator would before maintenance:
+# the chart's own handover (switchover.sh, what a master's preStop runs),
+# then until the set has settled (so that no 503 of the move falls into the
+# next measurement).
+master_off() {
+  local m=$2
+  if [[ $(kubectl get pod -n "$1" "$m" -o jsonpath='{.spec.nodeName}') == "$3" ]]; then
+    timeout 60 kubectl exec -n "$1" "$m" -c redis -- sh -c "sh /etc/redis/switchover.sh \"\$POD_NAME.$REL-redis.$1.svc\"" >&2 || true
+    m=$(wait_master "$1" "$m" 60) || m=$2
+    wait_settled "$1" 60 || true
+  fi
+  echo "$m"
+}
+# wait_settled NS SECONDS: until the master the Sentinels name has both
+# replicas in sync and no Sentinel is still completing a failover (a
+# handover asked meanwhile would be refused, INPROG).
+wait_settled() {
+  local t m p
+  t=$(ms)
+  while (($(ms) - t < $2 * 1000)); do
+    m=$(master_pod "$1")
+    [[ -n $m && $(redis_in "$1" "$m" info replication | grep -c '^slave[0-9]*:.*state=online') == 2 ]] &&
+      ! for p in $(redis_pods "$1"); do sentinel_in "$1" "$p" sentinel master plantstore | sed -n '/^flags$/{n;p}'; done | grep -q failover &&
+      return 0
+    sleep 1
+  done
+  return 1
+}
+# subscriber_off NODE: a node other than NODE, where the load and the
+# webhook subscriber then run (the subscriber moved there).
+subscriber_off() {
+  local n
+  n=$(kubectl get nodes -o jsonpath='{.items[*].metadata.name}' | tr ' ' '\n' | grep -vx "$1" | tail -n 1)
+  receiver_manifest "$SN_NS" "$n" | kubectl apply -n "$SN_NS" -f - >/dev/null
+  kubectl rollout status -n "$SN_NS" deployment/webhook-receiver --timeout=60s >/dev/null
+  echo "$n"
+}
+zone_of() { kubectl get node "$1" -o jsonpath='{.metadata.labels.topology\.kubernetes\.io/zone}'; }
+# zones NS SELECTOR: the zones of the pods SELECTOR picks, sorted, one a word.
+zones() {
+  local n
+  for n in $(kubectl get pods -n "$1" -l "$2" --field-selector=status.phase=Running -o jsonpath='{.items[*].spec.nodeName}'); do
+    zone_of "$n"
+    echo
+  done | sort | tr '\n' ' ' | sed 's/ $//'
+}
+# ready_again NS POD SECONDS: wait until POD (a new one, after OLD_UID) is
+# Ready; print how long it took.
+ready_again() {
+  local t
+  t=$(ms)
+  while (($(ms) - t < $3 * 1000)); do
+    [[ $(kubectl get pod -n "$1" "$2" -o jsonpath='{.metadata.uid} {.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == *" True" &&
+      $(kubectl get pod -n "$1" "$2" -o jsonpath='{.metadata.uid}') != "${OLD_UID:-}" ]] && { echo $(($(ms) - t)); return 0; }
+    sleep 0.5
+  done
+  echo $(($(ms) - t))
+  return 1
+}
+# events_ok SUMMARY: the subscriber got every acknowledged plant's
+# plant.created (k8s-load -events-url); events_figures SUMMARY says how many.
+events_ok() { local s=$1; jq -e '.EventsChecked > 0 and .EventsChecked == .Acknowledged and .EventsMissing == 0 and .EventsError == ""' <<<"$s" >/dev/null; }
+events_figures() { local s=$1; jq -r '"events_checked=\(.EventsChecked) events_missing=\(.EventsMissing)\(if .EventsError != "" then " events_error=" + (.EventsError | @json) else "" end)"' <<<"$s"; }
+
+stage "ci/sentinel-values.yaml on $(kubectl get nodes --no-headers | wc -l) nodes, installed standalone first: three API pods, NetworkPolicies on"
+restricted_ns "$SN_NS"
+gw_up >"$CLUSTER_DIR/logs/gateway-up-sentinel.log" 2>&1 || { fail "the Gateway"; tail -n 20 "$CLUSTER_DIR/logs/gateway-up-sentinel.log"; }
+gw_attach "$SN_NS" "$CLUSTER_DIR/sentinel-route-values.yaml"
+sn_whsec="whsec_$(head -c 24 /dev/urandom | base64)"
+# Two clients: the load's (the first raw token, which k8s-load takes) and
+# one of 2 requests a minute, whose budget lives in Redis.
+sn_load_token=$(hex 16) sn_limited_token=$(hex 16)
+cat >"$CLUSTER_DIR/sentinel-scenario-values.yaml" <<EOF
+replicaCount: 3
+auth:
+  tokens: ["$sn_load_token name=load", "$sn_limited_token name=limited rate=2/m burst=2"]
+webhooks:
+  subscribers: ["http://webhook-receiver.$SN_NS.svc:8080/hooks/plantstore $sn_whsec"]
+  allowCIDRs: [10.96.0.0/16]
+networkPolicy:
+  extraEgress:
+    - to: [{podSelector: {matchLabels: {app.kubernetes.io/name: webhook-receiver}}}]
+      ports: [{port: 8080, protocol: TCP}]
+EOF
+sn_values=(-f "$CHART/ci/sentinel-values.yaml" -f "$CLUSTER_DIR/sentinel-scenario-values.yaml" -f "$CLUSTER_DIR/sentinel-route-values.yaml"
+  --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}")
+# The set starts as most do: a standalone Redis holding the plants, then
+# one helm upgrade to the Sentinel set under load (reliability.md, "From
+# standalone"). The load and the subscriber run on a node the first Redis
+# pod is not on.
+t=$SECONDS
+if helm install "$REL" "$CHART" -n "$SN_NS" "${sn_values[@]}" --set redis.architecture=standalone --wait --timeout 300s \
+  >"$CLUSTER_DIR/logs/install-standalone.log" 2>&1; then
+  pass "helm install -f ci/sentinel-values.yaml --set redis.architecture=standalone (replicaCount 3, a webhook subscriber): Ready in $((SECONDS - t))s"
+else
+  fail "helm install, standalone"; tail -n 20 "$CLUSTER_DIR/logs/install-standalone.log"; kubectl get pods -n "$SN_NS" -o wide
+fi
+safe=$(subscriber_off "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.nodeName}')")
+
+stage "helm upgrade from standalone to the Sentinel set under $SN_UPGRADE_RATE creates/s, then the first pod recreated"
+LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" RATE=$SN_UPGRADE_RATE load_start "$SN_NS" load-upgrade "$SN_UPGRADE_LOAD_S"
+sleep 5
+t=$SECONDS
+if helm upgrade "$REL" "$CHART" -n "$SN_NS" "${sn_values[@]}" --wait --timeout 300s >"$CLUSTER_DIR/logs/install-sentinel.log" 2>&1; then
+  upgrade_s=$((SECONDS - t))
+else
+  upgrade_s=-1
+  tail -n 20 "$CLUSTER_DIR/logs/install-sentinel.log"
+  kubectl get pods -n "$SN_NS" -o wide
+  for p in 0 1 2; do kubectl logs -n "$SN_NS" "$REL-redis-$p" -c redis --tail=5 2>/dev/null; kubectl logs -n "$SN_NS" "$REL-redis-$p" -c sentinel --tail=5 2>/dev/null; done
+fi
+# The first pod still runs its standalone template (OnDelete): recreated,
+# it gets its Sentinel, and the set fails over if it was gone long enough.
+OLD_UID=$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.metadata.uid}')
+kubectl delete pod -n "$SN_NS" "$REL-redis-0" --wait=false >/dev/null
+first_ms=$(ready_again "$SN_NS" "$REL-redis-0" 120) || first_ms=-1
+s=$(load_result "$SN_NS" load-upgrade) || s='{}'
+sidecars=$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.containers[*].name}')
+figures "sentinel-from-standalone upgrade_s=$upgrade_s first_pod_ready_ms=$first_ms first_pod_containers=[$sidecars] unavailable_503=$(jq .Unavailable <<<"$s") $(events_figures "$s")"
+if load_verdict sentinel-from-standalone "$s" 1 && events_ok "$s" && ((upgrade_s >= 0 && first_ms >= 0)) && [[ " $sidecars " == *" sentinel "* ]]; then
+  pass "standalone → Sentinel set under load: helm upgrade --wait in ${upgrade_s}s, the first pod recreated with its Sentinel in ${first_ms}ms; $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After, every acknowledged plant (standalone's included) read back and its plant.created received"
+else
+  fail "standalone → Sentinel set: upgrade ${upgrade_s}s, first pod Ready ${first_ms}ms with containers [$sidecars]; events: $(events_figures "$s")"
+fi
+# Every pod of the set Ready and the set settled before it is judged.
+kubectl wait -n "$SN_NS" --for=condition=Ready pods -l "app.kubernetes.io/instance=$REL" --timeout=60s >/dev/null 2>&1 || true
+wait_settled "$SN_NS" 60 || echo "the set did not settle within 60s after the upgrade"
+r=$(roles "$SN_NS" | sort | tr '\n' ' ')
+master=$(master_pod "$SN_NS")
+agree=0 others=""
+for p in $(redis_pods "$SN_NS"); do
+  [[ $(sentinel_in "$SN_NS" "$p" sentinel get-master-addr-by-name plantstore | head -n 1) == "$master."* ]] && agree=$((agree + 1))
+  others+="$(sentinel_in "$SN_NS" "$p" sentinel master plantstore | sed -n '/^num-other-sentinels$/{n;p}') "
+done
+in_sync=$(redis_in "$SN_NS" "$master" info replication | grep -c '^slave[0-9]*:.*state=online' || true)
+api_zones=$(zones "$SN_NS" app.kubernetes.io/component=api)
+redis_zones=$(zones "$SN_NS" app.kubernetes.io/component=redis)
+pdbs=$(kubectl get pdb -n "$SN_NS" -o jsonpath='{range .items[*]}{.metadata.name}:{.spec.minAvailable}/{.spec.maxUnavailable} {end}')
+figures "sentinel-install roles=[${r% }] master=$master sentinels_agreeing=$agree other_sentinels=[${others% }] replicas_online=$in_sync api_zones=[$api_zones] redis_zones=[$redis_zones] pdbs=[${pdbs% }]"
+if [[ $(grep -o '=master' <<<"$r" | wc -l) == 1 && $(grep -o '=slave' <<<"$r" | wc -l) == 2 && $agree == 3 && $in_sync == 2 && ${others% } == "2 2 2" ]]; then
+  pass "one master ($master) and two replicas online; the three Sentinels name it and know each other"
+else
+  fail "Sentinel set: roles [$r], master '$master', $agree Sentinels agreeing, other Sentinels [$others], $in_sync replicas online"
+fi
+if [[ $api_zones == "a b c" && $redis_zones == "a b c" ]]; then
+  pass "spread by the chart's topologySpreadConstraints: the three API pods in zones [$api_zones], the three Redis pods in zones [$redis_zones]"
+else
+  fail "spread: API pods in zones [$api_zones], Redis pods in [$redis_zones], want a b c each"
+fi
+if [[ " $pdbs" == *" $REL:1/ "* && " $pdbs" == *" $REL-redis:/1 "* ]]; then
+  pass "PodDisruptionBudgets on by default: the API pods' (minAvailable 1) and the Redis set's (maxUnavailable 1)"
+else
+  fail "PodDisruptionBudgets: [$pdbs], want $REL minAvailable 1 and $REL-redis maxUnavailable 1"
+fi
+
+master_node=$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')
+# The load and the subscriber move, not the master, if the move from
+# standalone left it on their node: the drain measures one handover, not two.
+[[ $master_node != "$safe" ]] || safe=$(subscriber_off "$master_node")
+
+stage "the master's node ($master_node, zone $(zone_of "$master_node")) drained under $RATE creates/s"
+old=$master
+OLD_UID=$(kubectl get pod -n "$SN_NS" "$old" -o jsonpath='{.metadata.uid}')
+LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" load_start "$SN_NS" load-drain 40
+sleep 10
+# The Redis servers' logs (the old master's preStop's switchover line, what
+# the new master did) outlive their pods.
+pod_logs_start "$SN_NS" app.kubernetes.io/component=redis redis "$CLUSTER_DIR/logs/drain-redis.log"
+# Redis's own record of what stalled it (an fsync, a fork, a command) over
+# 100 ms, for a failure to show.
+for p in $(redis_pods "$SN_NS"); do redis_in "$SN_NS" "$p" config set latency-monitor-threshold 100 >/dev/null; done
+api_logs_start "$SN_NS" "$CLUSTER_DIR/logs/api-drain.log"
+t=$(ms)
+if kubectl drain "$master_node" --ignore-daemonsets --delete-emptydir-data --force --timeout=120s >"$CLUSTER_DIR/logs/drain-sentinel.log" 2>&1; then
+  drained_ms=$(($(ms) - t))
+else
+  drained_ms=-1
+  tail -n 5 "$CLUSTER_DIR/logs/drain-sentinel.log"
+fi
+new=$(wait_master "$SN_NS" "$old" 60 "$old") || new=""
+promoted_ms=$(($(ms) - t))
+s=$(load_result "$SN_NS" load-drain) || s='{}'
+window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
+pending=$(kubectl get pod -n "$SN_NS" "$old" -o jsonpath='{.status.phase} {.status.conditions[?(@.type=="PodScheduled")].reason}' 2>/dev/null)
+figures "sentinel-drain node=$master_node drained_ms=$drained_ms master=$old promoted=$new promoted_ms=$promoted_ms unavailable_503=$(jq .Unavailable <<<"$s") window_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") $(events_figures "$s") evicted_redis=[$pending]"
+pod_logs_stop "$CLUSTER_DIR/logs/drain-redis.log"
+pod_logs_stop "$CLUSTER_DIR/logs/api-drain.log"
+# The handover bounds the 503s to a few seconds, under the node-loss case's
+# down-after and election: writes paused, then the leading Sentinel's
+# promotion and the other replica's reconfiguration, each confirmed by its
+# once-a-second INFO (2.9 s from +try-failover to +switch-master in the
+# Sentinel's log of a 5.3 s window on a busy machine), then the API pods
+# moving to the new master.
+SN_DRAIN_503_MS=8000
+if load_verdict sentinel-drain "$s" 1 && [[ -n $new && $drained_ms -ge 0 ]] && events_ok "$s" && ((window_ms <= SN_DRAIN_503_MS)); then
+  pass "drain of $master_node through the PDBs in ${drained_ms}ms: $new promoted, $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After over ${window_ms}ms (bound ${SN_DRAIN_503_MS}ms), no transport error, every acknowledged plant read back and its plant.created received"
+else
+  fail "drain under load (drained in ${drained_ms}ms, new master '${new:-none}', 503s over ${window_ms}ms, bound ${SN_DRAIN_503_MS}ms; events: $(events_figures "$s"))"
+  # When, from the drain's start: the load's first 503 and first 200 after
+  # the last, the old master's switchover, the Sentinels' failover steps.
+  jq -c --argjson t "$t" '{first_503_ms: (.First503 - $t), first_ok_after_ms: (.FirstOKAfter503 - $t)}' <<<"$s" || true
+  echo "drain began $(date -u -d "@$((t / 1000))" +%H:%M:%S).$((t % 1000)) UTC"
+  grep switchover "$CLUSTER_DIR/logs/drain-redis.log" || true
+  [[ -z $new ]] || { echo "the new master's log:"; grep -F "[pod/$new/" "$CLUSTER_DIR/logs/drain-redis.log" | head -n 40; }
+  for p in $(redis_pods "$SN_NS"); do echo "$p: latency over 100 ms (event, last at, last ms, max ms): $(redis_in "$SN_NS" "$p" latency latest | paste -sd ' ')"; done
+  [[ -z $new ]] || kubectl logs -n "$SN_NS" "$new" -c sentinel --since=3m |
+    grep -E 'try-failover|elected-leader|selected-slave|promoted-slave|switch-master|failover-end|failover-abort' || true
+  echo "the API pods' warnings:"
+  api_logs_warnings "$CLUSTER_DIR/logs/api-drain.log"
+fi
+# Its volume is on the drained node: the server waits for it, Pending, as
+# docs/reliability.md says, and comes back as a replica once it is uncordoned.
+if [[ $pending == "Pending Unschedulable" ]]; then
+  pass "the drained server's pod $old waits for its node (Pending, Unschedulable: its PersistentVolume is on $master_node)"
+else
+  fail "the drained server's pod $old: [$pending], want Pending Unschedulable while its node is cordoned"
+fi
+kubectl uncordon "$master_node" >/dev/null
+rejoin_ms=$(ready_again "$SN_NS" "$old" 120) || true
+role=$(redis_in "$SN_NS" "$old" info replication | sed -n 's/^role://p')
+refused=$(redis_in "$SN_NS" "$old" set sentinel-scenario-probe x)
+figures "sentinel-uncordon server=$old ready_ms=$rejoin_ms role=$role write_to_it=[$refused]"
+if [[ $role == slave && $refused == READONLY* ]]; then
+  pass "$master_node uncordoned: $old back in ${rejoin_ms}ms as a replica of $new; a write to it is refused ($refused)"
+else
+  fail "$old after the uncordon: role '$role', a write answered '$refused'"
+fi
+
+stage "a node dies under $RATE creates/s through the Gateway: the master's"
+master=$(master_off "$SN_NS" "$(master_pod "$SN_NS")" "$safe")
+master_node=$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')
+old=$master
+OLD_UID=$(kubectl get pod -n "$SN_NS" "$old" -o jsonpath='{.metadata.uid}')
+traefik_on_node=$(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik --field-selector "spec.nodeName=$master_node" -o name | wc -l)
+# Through the Gateway at RATE, entering by the load's node's Traefik pod
+# (traefik-local): the route's retries hold a create across the failover
+# (8 attempts, each after the 503's Retry-After of 1 s), so the caller's
+# deadline is 60 s (an attempt may also land on the dead node's pod, more
+# than once, until it leaves the endpoints) and up to SN_KILL_HELD creates
+# may be in flight. Beside
+# it, SN_KILL_DIRECT_RATE straight to the Service with a 2 s deadline (no
+# Gateway, no retry: requests to the dead node's API pod get no answer until
+# the node controller marks it NotReady), and the generated Go client (10
+# attempts, its default backoff) at 50/s through the cluster-wide Service,
+# whose endpoints keep the dead node's Traefik pod until then; each attempt's
+# deadline (20 s) beyond what the Gateway holds a request.
+SN_KILL_DIRECT_RATE=100 SN_KILL_HELD=4000
+local_traefik=$(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik --field-selector "spec.nodeName=$safe,status.phase=Running" -o name | wc -l)
+((local_traefik > 0)) || fail "no Traefik pod on $safe, the node the load enters the Gateway by"
+LOAD_NODE=$safe LOAD_GATEWAY="$GW_LOCAL_IP $GW_HOST gateway-ca" LOAD_ARGS="-events-url http://webhook-receiver:8080 -timeout 60s -max-in-flight $SN_KILL_HELD" \
+  load_start "$SN_NS" load-kill 40
+LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080 -timeout 2s" RATE=$SN_KILL_DIRECT_RATE load_start "$SN_NS" load-kill-direct 40
+LOAD_NODE=$safe LOAD_GATEWAY="$GW_IP $GW_HOST gateway-ca" LOAD_ARGS="-events-url http://webhook-receiver:8080 -timeout 20s -retries 10" RATE=50 \
+  load_start "$SN_NS" load-kill-client 40
+sleep 5
+t=$(ms)
+"$CLUSTER" node-kill "$master_node" >/dev/null
+new=$(wait_master "$SN_NS" "$old" 60 "$old") || new=""
+promoted_ms=$(($(ms) - t))
+notready_ms=-1
+while (($(ms) - t < 90000)); do
+  [[ $(kubectl get node "$master_node" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') != True ]] && { notready_ms=$(($(ms) - t)); break; }
+  sleep 0.5
+done
+sc=$(load_result "$SN_NS" load-kill-client) || sc='{}'
+# The 503s: from the kill (none before it but for requests then in flight,
+# sent within the store timeout of 1 s) until the new master answers,
+# down-after (5 s) and the election, with room for a loaded machine.
+SN_KILL_503_MS=12000
+# node_loss_verdict LOAD WHAT: the figures of one plain load across the
+# kill, and PASS when every failure is a 503 with Retry-After within the
+# bound or (the dead node's pods, until the control plane has seen it gone:
+# its NotReady, then every kube-proxy) no answer, and nothing acknowledged
+# is lost or without its event.
+node_loss_verdict() {
+  local load=$1 what=$2 s window_ms errors_until_ms first_503_ms
+  s=$(load_result "$SN_NS" "$load") || s='{}'
+  window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
+  errors_until_ms=$(jq --argjson t "$t" 'if .LastTransportError > 0 then .LastTransportError - $t else 0 end' <<<"$s" 2>/dev/null || echo -1)
+  first_503_ms=$(jq --argjson t "$t" 'if .First503 > 0 then .First503 - $t else 0 end' <<<"$s" 2>/dev/null || echo -1)
+  figures "sentinel-node-loss${load#load-kill} node=$master_node traefik_pods_on_it=$traefik_on_node master=$old promoted=$new promoted_ms=$promoted_ms node_notready_ms=$notready_ms rate=$(jq '.Sent / 40 | floor' <<<"$s") unavailable_503=$(jq .Unavailable <<<"$s") first_503_after_kill_ms=$first_503_ms window_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") last_transport_error_after_kill_ms=$errors_until_ms $(events_figures "$s")"
+  if load_verdict "sentinel-node-loss${load#load-kill}" "$(jq -c '.TransportErrors = 0 | .ErrorSamples = null' <<<"$s" 2>/dev/null || echo '{}')" 1 && [[ -n $new ]] && events_ok "$s" &&
+    ((errors_until_ms <= notready_ms + 10000 && first_503_ms >= -1000 && window_ms <= SN_KILL_503_MS)); then
+    pass "node $master_node killed ($what): $new promoted in ${promoted_ms}ms; $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After over ${window_ms}ms from the kill (bound ${SN_KILL_503_MS}ms), $(jq .TransportErrors <<<"$s") unanswered (none later than ${errors_until_ms}ms after the kill: NotReady at ${notready_ms}ms); every acknowledged plant read back and its plant.created received"
+  else
+    fail "node loss ($what): new master '${new:-none}' after ${promoted_ms}ms, NotReady at ${notready_ms}ms, last unanswered ${errors_until_ms}ms, 503s from ${first_503_ms}ms after the kill over ${window_ms}ms, bound ${SN_KILL_503_MS}ms; events: $(events_figures "$s")"
+  fi
+}
+node_loss_verdict load-kill-direct "straight to the Service, $SN_KILL_DIRECT_RATE creates/s"
+sg=$(load_result "$SN_NS" load-kill) || sg='{}'
+figures "sentinel-node-loss-gateway node=$master_node traefik_pods_on_it=$traefik_on_node entered_by=$safe promoted_ms=$promoted_ms node_notready_ms=$notready_ms $(events_figures "$sg")"
+if load_verdict sentinel-node-loss-gateway "$sg" && events_ok "$sg"; then
+  pass "through the Gateway (the route's retries: what could not reach a pod, and a 503 after its Retry-After) across the node loss at $RATE creates/s: $(jq .Sent <<<"$sg") creates, every one 200 (0 failed, p99 $(jq .LatencyP99Ms <<<"$sg") ms, max $(jq .LatencyMaxMs <<<"$sg") ms), every plant read back and its plant.created received"
+else
+  fail "through the Gateway across the node loss: codes $(jq -c .Codes <<<"$sg"), $(jq .TransportErrors <<<"$sg") unanswered; events: $(events_figures "$sg")"
+  kubectl get pods -n "$GW_NS" -o custom-columns='TRAEFIK:.metadata.name,NODE:.spec.nodeName,RESTARTS:.status.containerStatuses[0].restartCount,LAST_EXIT:.status.containerStatuses[0].lastState.terminated.reason'
+fi
+figures "sentinel-node-loss-client retries=10 through=gateway $(events_figures "$sc")"
+if load_verdict sentinel-node-loss-client "$sc" && events_ok "$sc"; then
+  pass "through the Gateway with the generated Go client (10 attempts) across the same node loss: $(jq .Sent <<<"$sc") creates, every one 200 in the end (0 failed calls, p99 $(jq .LatencyP99Ms <<<"$sc") ms, max $(jq .LatencyMaxMs <<<"$sc") ms), every plant read back and its plant.created received"
+else
+  fail "the generated client through the Gateway across the node loss: codes $(jq -c .Codes <<<"$sc"), $(jq .TransportErrors <<<"$sc") failed calls; events: $(events_figures "$sc")"
+fi
+
+# The node boots again: its kubelet finds the control plane's view, and the
+# server's pod (its volume is there) starts anew as a replica.
+t=$(ms)
+"$CLUSTER" node-start "$master_node" >"$CLUSTER_DIR/logs/node-start-sentinel.log" 2>&1 || tail -n 5 "$CLUSTER_DIR/logs/node-start-sentinel.log"
+boot_ms=$(($(ms) - t))
+# The same pod restarted in place when the node is back before its pods were
+# evicted (30 s after NotReady), a new one otherwise: either, once Ready (the
+# node controller marked it not Ready while the node was gone).
+rejoin_ms=$(OLD_UID='' ready_again "$SN_NS" "$old" 180) || true
+role=$(redis_in "$SN_NS" "$old" info replication | sed -n 's/^role://p')
+refused=$(redis_in "$SN_NS" "$old" set sentinel-scenario-probe x)
+# Converged: every pod of the release Ready again and both replicas in sync
+# with the new master (a returning server may need a full resync first).
+SN_CONVERGE_S=120
+online=0
+while (($(ms) - t < SN_CONVERGE_S * 1000)); do
+  online=$(redis_in "$SN_NS" "$new" info replication | grep -c '^slave[0-9]*:.*state=online' || true)
+  ((online == 2)) && kubectl wait -n "$SN_NS" --for=condition=Ready pods -l "app.kubernetes.io/instance=$REL" --timeout=1s >/dev/null 2>&1 && break
+  sleep 1
+done
+converged_ms=$(($(ms) - t))
+figures "sentinel-node-back node=$master_node boot_ms=$boot_ms server=$old ready_ms=$rejoin_ms role=$role write_to_it=[$refused] replicas_online=$online converged_ms=$converged_ms"
+if [[ $role == slave && $refused == READONLY* && $online == 2 ]] && ((converged_ms < SN_CONVERGE_S * 1000)); then
+  pass "$master_node back (Ready in ${boot_ms}ms): $old a replica of $new again ${rejoin_ms}ms later, refusing writes ($refused); converged ${converged_ms}ms after the boot (every pod Ready, 2 replicas in sync; bound ${SN_CONVERGE_S}s)"
+else
+  fail "after the node came back: $old role '$role', a write answered '$refused', $online replicas online after ${converged_ms}ms"
+  kubectl get pods -n "$SN_NS" -o wide || true
+  redis_in "$SN_NS" "$new" info replication
+fi
+stage "rate-limit budgets in Redis, after the failovers"
+# Ten requests of the limited client, each on a connection of its own (the
+# Service spreads them over the three API pods): one budget, in the Redis
+# the Sentinels name now, allows two. A limiter that failed open would let
+# all ten through, one per pod up to six.
+codes=$(client "$SN_NS" limited '
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  curl -s -o /dev/null -w "%{http_code} " http://'"$REL"':8080/plants/$i -H "Authorization: Bearer '"$sn_limited_token"'"
+done')
+allowed=$(tr ' ' '\n' <<<"$codes" | grep -c '^404$' || true)
+limited=$(tr ' ' '\n' <<<"$codes" | grep -c '^429$' || true)
+figures "sentinel-rate-limit codes=[${codes% }] allowed=$allowed limited=$limited"
+if ((allowed == 2 && limited == 8)); then
+  pass "one rate-limit budget across the three API pods through the Sentinels after both failovers: 2 of 10 requests allowed (rate 2/m, burst 2), 8 answered 429"
+else
+  fail "the limited client's ten requests answered [$codes]: want two 404 and eight 429"
+fi
+
+kubectl delete namespace "$SN_NS" --wait=false >/dev/null
