@@ -9,7 +9,7 @@
 #                                 kube-proxy coredns metrics-server skaffold kube-router
 #                                 prometheus prometheus-operator
 #                                 prometheus-config-reloader jaeger otelcol
-#                                 source-controller helm-controller redis-exporter
+#                                 source-controller helm-controller redis-exporter traefik
 #
 # Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
 set -euo pipefail
@@ -59,6 +59,9 @@ declare -A OWN=(
   [source-controller]="flux github.com/fluxcd/source-controller static"
   [helm-controller]="flux github.com/fluxcd/helm-controller static"
   # The chart's optional Redis exporter (redis.metrics): its v1.61.0 release, stamped as its release build is.
+  # Traefik v3.6 as the test cluster's Gateway API implementation (v3.7 cannot be built
+  # here: the DNS-provider modules its ACME client pulls in are not served).
+  [traefik]="traefik github.com/traefik/traefik/v3/cmd/traefik static -X github.com/traefik/traefik/v3/pkg/version.Version=3.6.12"
   [redis-exporter]="redis-exporter github.com/oliver006/redis_exporter static -X main.BuildVersion=v1.61.0 -X main.BuildCommitSha=e9871c1465679cd3543953f57bd4d015bc73c990 -X main.BuildDate=2024-06-09T17:23:45Z"
 )
 key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The chart and the kustomize overlays on a real one-node cluster
-# (tools/k8s/cluster.sh): `make test-cluster`. This file brings the cluster
+# The chart and the kustomize overlays on a real cluster of three nodes in
+# three zones (tools/k8s/cluster.sh; CLUSTER_NODES sets how many): `make
+# test-cluster`. This file brings the cluster
 # up, imports plantstore's image and holds the helpers; the scenarios are the
 # files of cluster-test.d/, sourced in order. Each check prints PASS or FAIL,
 # each scenario one line of figures starting with "CLUSTER <scenario>"; the
@@ -55,18 +56,18 @@ stage() {
   printf '\n== [%4ss] %s\n' "$((SECONDS - t0))" "$1"
 }
 
-PASSED=0 FAILED=0
+PASSED=0 FAILED=0 FAILURES=()
 pass() { PASSED=$((PASSED + 1)); printf 'PASS  %s\n' "$*"; }
-fail() { FAILED=$((FAILED + 1)); printf 'FAIL  %s\n' "$*"; }
+fail() { FAILED=$((FAILED + 1)) FAILURES+=("$*"); printf 'FAIL  %s\n' "$*"; }
 figures() { printf 'CLUSTER %s\n' "$*"; }
 
 finish() {
-  local rc=$?
+  local rc=$? last=$stage_name
   trap - EXIT INT TERM
   stage done
   # A background wait of a scenario (see later) stopped early by a failure.
   kill $(jobs -p) 2>/dev/null || true
-  if ((rc != 0 && FAILED == 0)); then fail "the run stopped early (exit $rc)"; fi
+  ((rc == 0)) || fail "the run stopped early (exit $rc) in stage: $last"
   if ((FAILED)) && [[ -d $CLUSTER_DIR/logs ]]; then
     # What a person needs to see why: the state of every namespace and the
     # components' last words, kept outside the directory teardown removes.
@@ -86,6 +87,8 @@ finish() {
   fi
   echo
   echo "stages: $(IFS=,; echo "${STAGES[*]}" | sed 's/,/, /g')"
+  # Said again last, where a reader of a long log (or of its tail) looks.
+  ((FAILED == 0)) || printf 'failed: %s\n' "${FAILURES[@]}"
   echo "cluster: $PASSED passed, $FAILED failed"
   ((FAILED == 0 && rc == 0)) || exit 1
   exit 0
@@ -109,6 +112,7 @@ NETNS_BEFORE=$(cni_netns)
 check_clean() {
   local left=()
   [[ ! -e /run/netns/$NETNS ]] || left+=("network namespace $NETNS")
+  compgen -G "/run/netns/$NETNS-*" >/dev/null && left+=("network namespaces $(cd /run/netns && echo "$NETNS"-*)")
   [[ ! -e $CLUSTER_DIR ]] || left+=("directory $CLUSTER_DIR")
   findmnt -rn -o TARGET | grep -q "^$CLUSTER_DIR/" && left+=("mounts under $CLUSTER_DIR")
   compgen -G "/sys/fs/cgroup/*/$NETNS" >/dev/null && left+=("cgroups /sys/fs/cgroup/*/$NETNS")
@@ -136,9 +140,35 @@ fi
 BIN=$(cat "$CLUSTER_DIR/bin")
 export PATH=$BIN:$PATH KUBECONFIG=$CLUSTER_DIR/kubeconfig
 export HELM_CACHE_HOME=$CLUSTER_DIR/helm/cache HELM_CONFIG_HOME=$CLUSTER_DIR/helm/config HELM_DATA_HOME=$CLUSTER_DIR/helm/data
-pass "node $(kubectl get nodes -o jsonpath='{.items[0].metadata.name} {.items[0].status.nodeInfo.kubeletVersion}') Ready"
+pass "nodes Ready: $(kubectl get nodes -o jsonpath='{range .items[*]}{.metadata.name} (zone {.metadata.labels.topology\.kubernetes\.io/zone}, {.status.nodeInfo.kubeletVersion}) {end}')"
+# node_netns NODE: the network namespace of a node (its kube-proxy's and
+# kube-router's rules).
+node_netns() { "$CLUSTER" nodes | awk -v n="$1" '$1 == n {print $3}'; }
+# pod_node NS POD: the node a pod runs on.
+pod_node() { kubectl get pod -n "$1" "$2" -o jsonpath='{.spec.nodeName}'; }
+# live_api_pod NS: an API pod not on its way out (helm --wait returns while
+# the old ReplicaSet's pods still terminate; one of those is no victim).
+live_api_pod() {
+  kubectl get pods -n "$1" -l app.kubernetes.io/component=api -o json |
+    jq -r '[.items[] | select(.metadata.deletionTimestamp == null)][0].metadata.name // empty'
+}
+# pod_logs_start NS SELECTOR CONTAINER FILE: follow the logs of the pods
+# SELECTOR picks (their CONTAINER) into FILE, each line with its pod, so a
+# pod stopped meanwhile keeps its lines; pod_logs_stop FILE ends that.
+# api_logs_start NS FILE: the API pods'. api_logs_warnings FILE: stop
+# following and print their warnings and errors (the first 20).
+pod_logs_start() {
+  kubectl logs -f -n "$1" -l "$2" -c "$3" --prefix --max-log-requests=10 --since=1s >"$4" 2>/dev/null &
+  echo $! >"$4.pid"
+}
+pod_logs_stop() { kill "$(cat "$1.pid")" 2>/dev/null || true; }
+api_logs_start() { pod_logs_start "$1" app.kubernetes.io/component=api plantstore "$2"; }
+api_logs_warnings() {
+  pod_logs_stop "$1"
+  grep -E '"level":"(warn|error)"' "$1" | head -n 20 || true
+}
 
-stage "plantstore image (make image) into the node"
+stage "plantstore image (make image) into the nodes"
 TAG=$(git -C "$REPO" describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE_REPO=plantstore.test/plantstore
 IMAGE="$IMAGE_REPO:$TAG" OUT=$CLUSTER_DIR/plantstore-image.tar make -C "$REPO" --no-print-directory image >"$CLUSTER_DIR/logs/image.log" 2>&1 ||
@@ -196,9 +226,23 @@ EOF
 }
 
 # load_start NS NAME SECONDS [SERVICE_URL] [SECRET]: the open-loop create load
-# (cmd/k8s-load) in a pod of NS, RATE creates a second for SECONDS.
+# (tools/k8s/load) in a pod of NS, RATE creates a second for SECONDS. For one
+# call, LOAD_ARGS adds k8s-load flags (words), LOAD_NODE pins the pod to a
+# node (one a scenario will not disrupt), and LOAD_GATEWAY="IP HOST CA_SECRET"
+# sends it to https://HOST, HOST resolving to IP and trusted by the CA in the
+# Secret CA_SECRET (key ca.crt) of NS.
 load_start() {
-  local ns=$1 name=$2 secs=$3 url=${4:-http://$REL:8080} secret=${5:-$REL-tokens}
+  local ns=$1 name=$2 secs=$3 url=${4:-http://$REL:8080} secret=${5:-$REL-tokens} extra='' a node='' gw_ip gw_host gw_ca
+  for a in ${LOAD_ARGS:-}; do extra+=", \"$a\""; done
+  [[ -z ${LOAD_NODE:-} ]] || node="nodeSelector: {kubernetes.io/hostname: $LOAD_NODE}"
+  local aliases='' ca_mount='' ca_vol=''
+  if [[ -n ${LOAD_GATEWAY:-} ]]; then
+    read -r gw_ip gw_host gw_ca <<<"$LOAD_GATEWAY"
+    url=https://$gw_host extra+=", \"-ca-file\", \"/etc/gateway/ca.crt\""
+    aliases="hostAliases: [{ip: \"$gw_ip\", hostnames: [\"$gw_host\"]}]"
+    ca_mount=", {name: gateway-ca, mountPath: /etc/gateway, readOnly: true}"
+    ca_vol=", {name: gateway-ca, secret: {secretName: $gw_ca, items: [{key: ca.crt, path: ca.crt}]}}"
+  fi
   kubectl apply -n "$ns" -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
@@ -206,16 +250,55 @@ metadata: {name: $name, labels: {app.kubernetes.io/name: scenario-load}}
 spec:
   restartPolicy: Never
   automountServiceAccountToken: false
+  $node
+  $aliases
   containers:
     - name: load
       image: plantstore.test/load:1
       imagePullPolicy: Never
-      args: [-url, "$url", -token-file, /etc/tokens/tokens, -rate, "$RATE", -duration, "${secs}s"]
+      args: [-url, "$url", -token-file, /etc/tokens/tokens, -rate, "$RATE", -duration, "${secs}s"$extra]
       $SECURE
-      volumeMounts: [{name: tokens, mountPath: /etc/tokens, readOnly: true}]
-  volumes: [{name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}]
+      volumeMounts: [{name: tokens, mountPath: /etc/tokens, readOnly: true}$ca_mount]
+  volumes: [{name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}$ca_vol]
 EOF
   kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Running "pod/$name" --timeout=60s >/dev/null
+}
+
+# receiver_manifest NS [NODE]: the Deployment and Service webhook-receiver
+# (tools/k8s/cmd/k8s-webhook-receiver) in NS, on NODE when given: the
+# scenarios' webhook subscriber.
+receiver_manifest() {
+  local node=''
+  [[ -z ${2:-} ]] || node="nodeSelector: {kubernetes.io/hostname: $2}"
+  cat <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: webhook-receiver, namespace: $1}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app.kubernetes.io/name: webhook-receiver}}
+  template:
+    metadata: {labels: {app.kubernetes.io/name: webhook-receiver}}
+    spec:
+      automountServiceAccountToken: false
+      $node
+      containers:
+        - name: receiver
+          image: plantstore.test/webhook-receiver:1
+          imagePullPolicy: Never
+          args: [-addr, ":8080"]
+          ports: [{name: http, containerPort: 8080}]
+          readinessProbe: {httpGet: {path: /stats, port: 8080}, periodSeconds: 2}
+          $SECURE
+---
+apiVersion: v1
+kind: Service
+metadata: {name: webhook-receiver, namespace: $1}
+spec:
+  selector: {app.kubernetes.io/name: webhook-receiver}
+  ports: [{name: http, port: 8080, targetPort: 8080}]
+---
+EOF
 }
 
 # load_result NS NAME: wait for the load pod and print its JSON summary.
@@ -242,13 +325,16 @@ load_verdict() {
   if ((bad == 0)) && jq -e '.TransportErrors == 0 and .Stalls == 0 and (.Lost | length) == 0 and .Unverifiable == 0 and .Acknowledged > 0 and .Verified == .Acknowledged' <<<"$s" >/dev/null; then
     return 0
   fi
-  jq -c '{ErrorSamples, Lost: (.Lost[:5]), Unverifiable, NoRetryAfter}' <<<"$s"
+  jq -c '{ErrorSamples, AnswerSamples, Lost: (.Lost[:5]), Unverifiable, NoRetryAfter}' <<<"$s"
   return 1
 }
 
 ms() { date +%s%3N; }
+# hex N: N random bytes in hex (tokens, trace ids).
+hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
 
-# node_curl ARGS...: curl from the node (a Service's ClusterIP is routed there).
+# node_curl ARGS...: curl from the control plane's namespace (its
+# kube-proxy routes a Service's ClusterIP there, as a node's does).
 node_curl() { nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 "$@"; }
 # api_token NS: the first raw token of the release's tokens Secret.
 api_token() { kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}'; }
@@ -275,12 +361,53 @@ node_plant() {
 LATER=()
 later() { LATER+=("$1"); }
 
-# ---------------------------------------------------------------------------
+# beside NAME CMD...: run CMD in a subshell in the background, its output
+# kept, while the run goes on; joined after the next scenario file (or by
+# `joined NAME`): its output printed then, its PASS and FAIL lines counted.
+# For proofs that mostly wait (Helm, controllers) in namespaces of their
+# own, with no load generator and no timing bound of their own, so what
+# runs beside them changes neither's verdict. A scenario file whose first
+# lines say "runs beside the next scenario" runs whole this way.
+declare -A BESIDE_PID=() BESIDE_T=()
+beside() {
+  local name=$1
+  shift
+  printf '\n== [%4ss] %s: started, beside what follows (its output when joined)\n' "$((SECONDS - t0))" "$name"
+  ("$@") >"$CLUSTER_DIR/logs/beside-$name.log" 2>&1 &
+  BESIDE_PID[$name]=$! BESIDE_T[$name]=$SECONDS
+}
+joined() {
+  local name=$1 rc=0 log=$CLUSTER_DIR/logs/beside-$1.log
+  [[ -n ${BESIDE_PID[$name]:-} ]] || return 0
+  wait "${BESIDE_PID[$name]}" || rc=$?
+  printf '\n== [%4ss] %s: joined, %ss after it started; what it printed:\n' "$((SECONDS - t0))" "$name" "$((SECONDS - BESIDE_T[$name]))"
+  cat "$log"
+  PASSED=$((PASSED + $(grep -c '^PASS  ' "$log" || true)))
+  FAILED=$((FAILED + $(grep -c '^FAIL  ' "$log" || true)))
+  mapfile -t -O "${#FAILURES[@]}" FAILURES < <(sed -n 's/^FAIL  //p' "$log")
+  ((rc == 0)) || fail "$name stopped early (exit $rc)"
+  unset "BESIDE_PID[$name]"
+}
+
+# joined_all: join whatever runs beside, before a stage whose verdict is
+# timed (an open-loop load): their CPU would be its stalls and latency.
+joined_all() {
+  local name
+  for name in "${!BESIDE_PID[@]}"; do joined "$name"; done
+}
 
 # ---------------------------------------------------------------------------
 for f in "$TOOLS_MOD"/cluster-test.d/*.sh; do
   [[ $(basename "$f") =~ ${CLUSTER_SCENARIOS:-.} ]] || continue
-  # shellcheck source=/dev/null
-  source "$f"
+  started_before=("${!BESIDE_PID[@]}")
+  if head -n 5 "$f" | grep -q '^# runs beside the next scenario'; then
+    # shellcheck source=/dev/null
+    beside "$(basename "$f" .sh)" source "$f"
+  else
+    # shellcheck source=/dev/null
+    source "$f"
+  fi
+  for name in "${started_before[@]}"; do joined "$name"; done
 done
+joined_all
 for fn in "${LATER[@]}"; do "$fn"; done

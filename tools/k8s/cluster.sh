@@ -1,34 +1,56 @@
 #!/usr/bin/env bash
-# A real one-node Kubernetes v1.31 cluster on this machine, for the chart's
-# tests and for a person who wants to try the chart on a real kubelet with no
-# Docker, no registry and no network: every component is built from the Go
-# modules pinned in tools/k8s (CoreDNS in tools/k8s/coredns), containerd and
-# runc come from Debian, and every image is built here and imported into the
-# node's containerd. Its certificates and kubeconfigs come from kubeadm's
-# `init phase certs` and `init phase kubeconfig`, its configuration files and
-# bootstrap manifests from tools/k8s/node/. See docs/validation.md.
+# A real Kubernetes v1.31 cluster of one or more nodes in as many zones on
+# this machine, for the chart's tests and for a person who wants to try the
+# chart on real kubelets with no Docker, no registry and no network: every
+# component is built from the Go modules pinned in tools/k8s (CoreDNS in
+# tools/k8s/coredns), containerd and runc come from Debian, and every image
+# is built here and imported into each node's containerd. Its certificates
+# and kubeconfigs come from kubeadm's `init phase certs` and `init phase
+# kubeconfig`, its configuration files and bootstrap manifests from
+# tools/k8s/node/. See docs/validation.md.
 #
-#   tools/k8s/cluster.sh up      build what is missing, start the node, print
-#                                how to reach it (KUBECONFIG)
+#   tools/k8s/cluster.sh up      build what is missing, start the cluster,
+#                                print how to reach it (KUBECONFIG)
 #   tools/k8s/cluster.sh down    stop it and remove every trace of it
 #   tools/k8s/cluster.sh status  is it up
-#   tools/k8s/cluster.sh import ARCHIVE...  import OCI image archives
+#   tools/k8s/cluster.sh import ARCHIVE...  import OCI image archives into
+#                                every node
+#   tools/k8s/cluster.sh nodes   the nodes: name, zone, network namespace,
+#                                containerd socket, a line each
+#   tools/k8s/cluster.sh node-kill NODE   the node dies: its kubelet,
+#                                containerd, kube-proxy, kube-router, CoreDNS
+#                                and every container stop at once, its link
+#                                goes down
+#   tools/k8s/cluster.sh node-start NODE  a killed node boots again
 #
-# Everything runs inside a network namespace of its own ($CLUSTER_NETNS):
-# only lo (holding the node's IP and the DNS IP) and the pods' bridge, no
-# default route, so nothing the cluster runs can reach beyond this machine,
-# and kube-proxy's rules, kube-router's NetworkPolicy rules and ipsets,
-# routes and namespaced sysctls stay in there. The
-# host reaches the API server through a loopback forward (socat). Teardown
-# stops only the processes this script started (their PIDs are recorded)
-# and the containers of its own containerd, unmounts what the kubelet
-# mounted, removes the namespace and its cgroups, and restores the three
-# global sysctls the kubelet changes. A second `up` starts clean.
+# The control plane (etcd, the API server, the controller manager and the
+# scheduler, metrics-server, the registry) runs in a network namespace of
+# its own ($CLUSTER_NETNS), which holds the cluster's fabric: a bridge with
+# the control plane's address. Each node runs in a namespace of its own
+# ($CLUSTER_NETNS-ZONE) with its own containerd, kubelet, kube-proxy,
+# kube-router and CoreDNS (node-local), one veth into the fabric, its pods
+# on its own bridge and subnet, routes to the other nodes' pod subnets, and
+# the label topology.kubernetes.io/zone a, b, c...: pod-to-pod traffic
+# crosses nodes as on a routed cluster, and NetworkPolicy is enforced on
+# each node. No namespace has a default route, so nothing the cluster runs
+# can reach beyond this machine, and iptables rules, ipsets, routes and
+# namespaced sysctls stay in there. The control plane's namespace runs a
+# kube-proxy and a CoreDNS of its own too, so that a Service's ClusterIP and
+# name answer there as on a node. The host reaches the API server through a
+# loopback forward (socat). Teardown stops only the processes this script
+# started (their PIDs are recorded) and the containers of its own
+# containerds, unmounts what it and the kubelets mounted, removes the
+# namespaces and their cgroups, and restores the three global sysctls the
+# kubelet changes. A second `up` starts clean. The cluster's own processes
+# share a CPU cgroup beside the nodes' pods (system_cgroup), and the local
+# volumes are on a tmpfs (up).
 #
 # Environment:
 #   CLUSTER_DIR     state, logs and data (default /tmp/plantstore-cluster)
 #   CLUSTER_CACHE   built binaries (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s)
-#   CLUSTER_NETNS   network namespace name (default plantstore-k8s)
+#   CLUSTER_NODES   nodes, one a zone (default 3; 1 for a quick try)
+#   CLUSTER_NETNS   network namespace name of the control plane, and the
+#                   prefix of the nodes' (default plantstore-k8s)
 #   CLUSTER_API_PORT  host loopback port of the API server (default 16443)
 #   CLUSTER_REGISTRY_PORT  loopback port of the node's OCI registry, the same
 #                   number in the namespace and on the host (default 15000)
@@ -36,11 +58,12 @@
 # and CLUSTER_REGISTRY_PORT can run side by side: their addresses live in
 # separate namespaces.
 #
-# The node has a real OCI registry (CNCF Distribution, tools/release/go.mod)
+# The cluster has a real OCI registry (CNCF Distribution, tools/release/go.mod)
 # at 127.0.0.1:$CLUSTER_REGISTRY_PORT, forwarded from the host's loopback so
-# that `make release` pushes to the very name the node pulls from; containerd
-# reaches it through its registry configuration (certs.d/HOST/hosts.toml),
-# and pods pull from it by digest as on any cluster.
+# that `make release` pushes to the very name the nodes pull from; each
+# containerd reaches it on the fabric through its registry configuration
+# (certs.d/HOST/hosts.toml), and pods pull from it by digest as on any
+# cluster.
 set -euo pipefail
 
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
@@ -54,23 +77,53 @@ REGISTRY_PORT=${CLUSTER_REGISTRY_PORT:-15000}
 REGISTRY=127.0.0.1:$REGISTRY_PORT
 export GOWORK=off
 
-# The node's addresses, all inside the namespace.
-NODE_NAME=plantstore-node
-NODE_IP=10.87.0.1      # on lo
-API_SECURE_PORT=6443   # the API server's, on NODE_IP
-API_ENDPOINT=$NODE_IP:$API_SECURE_PORT
+NODES=${CLUSTER_NODES:-3}
+ZONES=(a b c d e f g h i)
+[[ $NODES =~ ^[1-9]$ ]] || { echo "cluster: CLUSTER_NODES must be 1 to ${#ZONES[@]}" >&2; exit 2; }
+
+# The addresses, all inside the namespaces. The control plane is 10.87.0.1
+# on the fabric; node N (1, 2, 3... in zone a, b, c...) is 10.87.0.1N on it
+# and holds the pod subnet 10.88.N.0/24 on its bridge cni0.
+CP_IP=10.87.0.1
+CP_NAME=plantstore-control # kube-proxy's name in the control plane's namespace (no kubelet, no Node)
+API_SECURE_PORT=6443   # the API server's, on CP_IP
+API_ENDPOINT=$CP_IP:$API_SECURE_PORT
 ETCD_URL=http://127.0.0.1:2379
 # shellcheck disable=SC2034 # named by tools/k8s/node/ (NODE_VARS below)
-POD_CIDR=10.88.0.0/16  # the bridge cni0, gateway 10.88.0.1
-# Routed to lo, so the node's own ClusterIP connections work; its first
-# address is the API server's Service (kubeadm puts it in the certificate).
+CLUSTER_CIDR=10.88.0.0/16
+# Routed to lo, so that a namespace's own ClusterIP connections work; its
+# first address is the API server's Service (kubeadm puts it in the certificate).
 SVC_CIDR=10.96.0.0/16
-DNS_IP=10.96.0.10      # on lo; CoreDNS runs on the node
-CGROUP_ROOT=/$NS        # the pods' cgroups, in every hierarchy
-GLOBAL_SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory)
+# The cluster DNS: CoreDNS on every node (and in the control plane's
+# namespace) at this address on lo, as NodeLocal DNSCache runs it: a pod's
+# query never leaves its node, and a node lost takes only its own DNS.
+DNS_IP=10.96.0.10
 # The variables tools/k8s/node/'s files may name as ${VAR}; KUBE_VERSION is
-# kubeadm's own, PV a local volume's number.
-NODE_VARS=(DIR NODE_NAME NODE_IP API_SECURE_PORT API_ENDPOINT ETCD_URL POD_CIDR SVC_CIDR DNS_IP CGROUP_ROOT REGISTRY KUBE_VERSION PV)
+# kubeadm's own, PV a local volume's name, the NODE_* and POD_CIDR a node's
+# (node_vars).
+NODE_VARS=(DIR NODE_DIR NODE_NAME NODE_IP API_SECURE_PORT API_ENDPOINT ETCD_URL POD_CIDR CLUSTER_CIDR SVC_CIDR DNS_IP
+  CGROUP_ROOT CP_IP REGISTRY REGISTRY_PORT KUBE_VERSION PV)
+GLOBAL_SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory)
+
+# node_vars N: set NODE_NAME, NODE_IP, NODE_DIR, NODE_NS, POD_CIDR,
+# CGROUP_ROOT and ZONE for node N (1-based).
+node_vars() {
+  ZONE=${ZONES[$(($1 - 1))]}
+  NODE_NAME=plantstore-$ZONE
+  NODE_IP=10.87.0.1$1
+  NODE_DIR=$DIR/nodes/$ZONE
+  NODE_NS=$NS-$ZONE
+  POD_CIDR=10.88.$1.0/24
+  CGROUP_ROOT=/$NS/$ZONE # the node's pods' cgroups, in every hierarchy
+}
+# node_index NAME|ZONE: N of the node.
+node_index() {
+  local i
+  for ((i = 1; i <= NODES; i++)); do
+    [[ $1 == "${ZONES[$((i - 1))]}" || $1 == "plantstore-${ZONES[$((i - 1))]}" ]] && { echo "$i"; return; }
+  done
+  die "no node $1 (nodes: $(for ((i = 1; i <= NODES; i++)); do printf 'plantstore-%s ' "${ZONES[$((i - 1))]}"; done))"
+}
 
 t0=$SECONDS
 say() { printf '== [%4ss] %s\n' "$((SECONDS - t0))" "$*"; }
@@ -102,23 +155,49 @@ build() {
   # Seconds from Go's build cache, so always rebuilt.
   # Prometheus and the Prometheus Operator, Jaeger and the OpenTelemetry
   # Collector, for the images of the Prometheus and tracing scenarios
-  # (cluster-test.d/60-prometheus.sh, 65-tracing.sh), the Redis exporter's for
+  # (cluster-test.d/35-prometheus.sh, 65-tracing.sh), the Redis exporter's for
   # the Prometheus scenario, and Flux's controllers for the Flux scenario
-  # (15-flux.sh); the same cache directory.
+  # (15-flux.sh), and Traefik for the Gateway scenario (18-gateway.sh); the
+  # same cache directory.
   K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader jaeger otelcol \
-    source-controller helm-controller redis-exporter >/dev/null
-  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-load ./cmd/k8s-webhook-receiver ./cmd/k8s-gitops-phases)
+    source-controller helm-controller redis-exporter traefik >/dev/null
+  (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-webhook-receiver ./cmd/k8s-gitops-phases)
+  (cd "$TOOLS_MOD/load" && CGO_ENABLED=0 go build -trimpath -o "$BIN/k8s-load" .)
   # The node's registry, from the release tools' module.
   (cd "$REPO/tools/release" && go build -trimpath -o "$BIN/" github.com/distribution/distribution/v3/cmd/registry)
 }
 
 # ---------------------------------------------------------------------------
-# processes: start NAME CMD... runs CMD in the namespace in the background,
-# logs to $DIR/logs/NAME.log, and records its PID.
-start() {
-  local name=$1; shift
-  nsenter --net="/run/netns/$NS" "$@" >"$DIR/logs/$name.log" 2>&1 &
+# processes: start NAME CMD... runs CMD in the control plane's namespace in
+# the background, logs to $DIR/logs/NAME.log, and records its PID;
+# start_in NETNS NAME CMD... the same in another namespace (a node's).
+start() { start_in "$NS" "$@"; }
+start_in() {
+  local netns=$1 name=$2; shift 2
+  nsenter --net="/run/netns/$netns" "$@" >>"$DIR/logs/$name.log" 2>&1 &
   echo "$! $name" >>"$DIR/pids"
+  local cg
+  cg=$(system_cgroup)
+  [[ -z $cg ]] || echo "$!" >"$cg/cgroup.procs"
+}
+
+# system_cgroup: the CPU cgroup of the cluster's own processes (control
+# plane, and each node's containerd, kubelet, kube-proxy, ...), beside the
+# nodes' pod cgroups ($NS/ZONE) with one node's weight (cgroup v1's
+# cpu.shares), as a node's system daemons sit beside kubepods: in the
+# machine's root cgroup each of their threads would weigh as much as every
+# pod together, and a drain's control-plane work starve the pods. The
+# cluster as a whole weighs eight of the machine's other processes, so that
+# a build beside it slows it rather than stops it.
+system_cgroup() {
+  local c=/sys/fs/cgroup/cpu/$NS # cgroup v1, the hierarchy the kubelets use here
+  [[ -d /sys/fs/cgroup/cpu ]] || return 0
+  if [[ ! -d $c/system ]]; then
+    mkdir -p "$c/system"
+    echo 8192 >"$c/cpu.shares"
+    echo 1024 >"$c/system/cpu.shares"
+  fi
+  echo "$c/system"
 }
 
 # wait_for WHAT SECONDS CMD...: poll CMD until it succeeds.
@@ -140,6 +219,7 @@ check_alive() {
 }
 
 in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
+in_node() { local n=$1; shift; nsenter --net="/run/netns/$NS-$n" "$@"; }
 
 # render FILE: tools/k8s/node/FILE with the ${VAR} of NODE_VARS replaced by
 # their values; any other ${...} is a variable missing from NODE_VARS.
@@ -156,46 +236,56 @@ render() {
 
 # ---------------------------------------------------------------------------
 up() {
-  local bin
-  [[ ! -e $DIR/pids && ! -e /run/netns/$NS ]] || { say "a previous cluster is still here: tearing it down first"; down; }
+  local bin i
+  [[ ! -e $DIR/pids && ! -e /run/netns/$NS ]] || { say "a previous cluster is still here: tearing it down first"; (down); }
   build
   bin=$BIN
-  mkdir -p "$DIR"/{logs,etc,pki,etcd,kubelet,containerd,cni/net.d,cni/ipam,images,local-pv}
+  mkdir -p "$DIR"/{logs,etc,pki,etcd,images,local-pv}
+  # The local volumes (every Redis's AOF) on a filesystem of their own, in
+  # memory: on the machine's one disk an fsync waits on etcd's and the
+  # containerds' churn, which a node's own disk does not see. Like that
+  # disk it outlives a node-kill; nothing here cuts the machine's power.
+  mount -t tmpfs -o size=4g,mode=0755 plantstore-local-pv "$DIR/local-pv"
   : >"$DIR/pids"
   echo "$bin" >"$DIR/bin"
+  echo "$NODES" >"$DIR/nodes-count"
   export PATH=$bin:$PATH
 
   say "recording global sysctls"
   for s in "${GLOBAL_SYSCTLS[@]}"; do echo "$s=$(sysctl -n "$s")"; done >"$DIR/sysctls"
 
-  say "network namespace $NS: lo with $NODE_IP and $DNS_IP, $SVC_CIDR to lo, no default route"
+  say "network namespace $NS (the control plane): the fabric bridge with $CP_IP, $DNS_IP on lo, $SVC_CIDR to lo, no default route"
   ip netns add "$NS"
   in_ns ip link set lo up
-  in_ns ip addr add "$NODE_IP/32" dev lo
   in_ns ip addr add "$DNS_IP/32" dev lo
   in_ns ip route add "$SVC_CIDR" dev lo
-  in_ns sysctl -qw net.ipv4.ip_forward=1
-  # The bridge's traffic through iptables, so that a pod reaching a Service
-  # backed by a pod on the same bridge is un-NATed on the way back, and so
-  # that pod-to-pod traffic switched by the bridge meets kube-router's
-  # NetworkPolicy chains (the setting is the namespace's own).
-  in_ns ip link add cni0 type bridge
-  in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=1
-  in_ns ip link del cni0
+  in_ns ip link add fabric0 type bridge
+  in_ns ip addr add "$CP_IP/24" dev fabric0
+  in_ns ip link set fabric0 up
+  # The fabric switches frames between the nodes without the control
+  # plane's iptables seeing them (its kube-proxy would take the nodes'
+  # flows, which its conntrack never saw start, for invalid ones).
+  in_ns sysctl -qw net.bridge.bridge-nf-call-iptables=0
+  for ((i = 1; i <= NODES; i++)); do node_net "$i"; done
 
   say "certificates and kubeconfigs (kubeadm init phase certs, kubeconfig)"
   # shellcheck disable=SC2034 # node/kubeadm.yaml's
   KUBE_VERSION=$(kubeadm version -o short)
-  render kubeadm.yaml >"$DIR/etc/kubeadm.yaml"
+  NODE_IP=$CP_IP NODE_NAME=$CP_NAME NODE_DIR=$DIR render kubeadm.yaml >"$DIR/etc/kubeadm.yaml"
   {
     kubeadm init phase certs all --config "$DIR/etc/kubeadm.yaml" &&
       kubeadm init phase kubeconfig all --config "$DIR/etc/kubeadm.yaml" --kubeconfig-dir "$DIR/pki"
   } >"$DIR/logs/kubeadm.log" 2>&1 || { cat "$DIR/logs/kubeadm.log" >&2; die "kubeadm init phase certs/kubeconfig"; }
-  # The add-ons kubeadm would run as pods run on the node, each as a user of
-  # its own with a client certificate.
+  # The add-ons kubeadm would run as pods run on the nodes, each as a user of
+  # its own with a client certificate; each kubelet as its node.
   local user
   for user in kube-proxy coredns metrics-server kube-router; do
     (umask 077 && kubeadm kubeconfig user --config "$DIR/etc/kubeadm.yaml" --client-name "system:$user" >"$DIR/pki/$user.conf")
+  done
+  for ((i = 1; i <= NODES; i++)); do
+    node_vars "$i"
+    (umask 077 && kubeadm kubeconfig user --config "$DIR/etc/kubeadm.yaml" --client-name "system:node:$NODE_NAME" \
+      --org system:nodes >"$DIR/pki/kubelet-$ZONE.conf")
   done
   ln -s admin.conf "$DIR/pki/kubeconfig" # the admin's in the namespace, for the scenarios
   # The host's kubeconfig goes through the loopback forward.
@@ -210,8 +300,10 @@ up() {
   wait_for etcd 30 in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/2379'
 
   say "kube-apiserver"
+  # A pod on a node gone NotReady is evicted after 30 s, not the default
+  # 300 s: the node-loss scenarios would otherwise wait five minutes.
   start kube-apiserver kube-apiserver \
-    --bind-address=0.0.0.0 --advertise-address="$NODE_IP" --secure-port="$API_SECURE_PORT" \
+    --bind-address=0.0.0.0 --advertise-address="$CP_IP" --secure-port="$API_SECURE_PORT" \
     --etcd-servers="$ETCD_URL" \
     --tls-cert-file="$DIR/pki/apiserver.crt" --tls-private-key-file="$DIR/pki/apiserver.key" \
     --client-ca-file="$DIR/pki/ca.crt" \
@@ -223,6 +315,7 @@ up() {
     --api-audiences=https://kubernetes.default.svc.cluster.local \
     --authorization-mode=Node,RBAC --anonymous-auth=false \
     --enable-admission-plugins=NodeRestriction,PodSecurity \
+    --default-not-ready-toleration-seconds=30 --default-unreachable-toleration-seconds=30 \
     --service-cluster-ip-range="$SVC_CIDR" --cert-dir="$DIR/pki/apiserver" --profiling=false \
     --requestheader-client-ca-file="$DIR/pki/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
     --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
@@ -231,7 +324,7 @@ up() {
     --enable-aggregator-routing=true
   # The host's side of the forward: one socat per connection into the namespace.
   socat "TCP-LISTEN:$API_PORT,bind=127.0.0.1,reuseaddr,fork" \
-    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$NODE_IP\:$API_SECURE_PORT" >"$DIR/logs/api-forward.log" 2>&1 &
+    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$CP_IP\:$API_SECURE_PORT" >"$DIR/logs/api-forward.log" 2>&1 &
   echo "$! api-forward" >>"$DIR/pids"
   export KUBECONFIG=$DIR/kubeconfig
   wait_for kube-apiserver 120 kubectl get --raw=/readyz
@@ -240,21 +333,26 @@ up() {
   in_ns kubectl --kubeconfig "$DIR/pki/super-admin.conf" apply -f "$TOOLS_MOD/node/cluster-admins.yaml" >/dev/null
   wait_for "the admin's access" 30 kubectl auth can-i '*' '*' --all-namespaces
 
-  say "RBAC for CoreDNS; a default StorageClass with local volumes"
+  say "RBAC for CoreDNS; a default StorageClass with local volumes on every node"
   kubectl apply -f "$TOOLS_MOD/node/coredns-rbac.yaml" -f "$TOOLS_MOD/node/local-storage.yaml" >/dev/null
-  # One volume a Redis of a scenario claims: the volumes are kept (Retain)
-  # after their namespaces go, so every install that enables Redis
-  # persistence uses one up (release, install, gitops, flux, values,
-  # overlays, netpol, prometheus, tracing, skaffold: 14-16 in a full run,
-  # and a person's own installs).
-  local PV
-  for PV in $(seq 1 24); do
-    mkdir -p "$DIR/local-pv/pv$PV"
-    render local-pv.yaml
-    echo ---
+  # Volumes a Redis of a scenario claims, on each node: the volumes are
+  # kept (Retain) after their namespaces go, so every install that enables
+  # Redis persistence uses one up (release, install, gitops, flux, values,
+  # overlays, netpol, prometheus, tracing, skaffold, sentinel: 17-19 in a
+  # full run, on whichever node their pod lands, and a person's own installs).
+  local PV n
+  for ((i = 1; i <= NODES; i++)); do
+    node_vars "$i"
+    for n in $(seq 1 24); do
+      PV=$ZONE$n
+      mkdir -p "$DIR/local-pv/pv$PV"
+      render local-pv.yaml
+      echo ---
+    done
   done | kubectl apply -f - >/dev/null
 
   say "kube-controller-manager, kube-scheduler"
+  # A node that stops reporting is NotReady after 20 s (the default 40 s).
   start kube-controller-manager kube-controller-manager \
     --kubeconfig="$DIR/pki/controller-manager.conf" \
     --authentication-kubeconfig="$DIR/pki/controller-manager.conf" \
@@ -262,7 +360,7 @@ up() {
     --bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=true \
     --service-account-private-key-file="$DIR/pki/sa.key" --root-ca-file="$DIR/pki/ca.crt" \
     --cluster-signing-cert-file="$DIR/pki/ca.crt" --cluster-signing-key-file="$DIR/pki/ca.key" \
-    --service-cluster-ip-range="$SVC_CIDR" --allocate-node-cidrs=false \
+    --service-cluster-ip-range="$SVC_CIDR" --allocate-node-cidrs=false --node-monitor-grace-period=20s \
     --controllers='*,-nodeipam,-cloud-node-lifecycle' --profiling=false
   start kube-scheduler kube-scheduler \
     --kubeconfig="$DIR/pki/scheduler.conf" \
@@ -270,107 +368,238 @@ up() {
     --authorization-kubeconfig="$DIR/pki/scheduler.conf" \
     --bind-address=127.0.0.1 --leader-elect=false --profiling=false
 
-  say "OCI registry (CNCF Distribution) at $REGISTRY, in the namespace and forwarded from the host"
+  say "OCI registry (CNCF Distribution) at $REGISTRY, in the control plane's namespace (on the fabric as $CP_IP:$REGISTRY_PORT) and forwarded from the host"
   mkdir -p "$DIR/registry"
-  start registry env REGISTRY_HTTP_ADDR="$REGISTRY" REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY="$DIR/registry" \
+  start registry env REGISTRY_HTTP_ADDR=":$REGISTRY_PORT" REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY="$DIR/registry" \
     registry serve "$REPO/tools/release/registry.yml"
   socat "TCP-LISTEN:$REGISTRY_PORT,bind=127.0.0.1,reuseaddr,fork" \
     "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:127.0.0.1\:$REGISTRY_PORT" >"$DIR/logs/registry-forward.log" 2>&1 &
   echo "$! registry-forward" >>"$DIR/pids"
   wait_for registry 30 curl -fsS "http://$REGISTRY/v2/"
-  # containerd's per-registry configuration: plain HTTP to this one.
-  mkdir -p "$DIR/etc/certs.d/$REGISTRY"
-  render registry-hosts.toml >"$DIR/etc/certs.d/$REGISTRY/hosts.toml"
   echo "$REGISTRY" >"$DIR/registry-address"
 
-  say "containerd (its own root, state and socket; pulls only from the node's registry)"
-  render containerd.toml >"$DIR/etc/containerd.toml"
-  render 10-plantstore.conflist >"$DIR/cni/net.d/10-plantstore.conflist"
-  # A dead proxy: an image missing from the node fails at once, never pulls
-  # from beyond the machine (Go never proxies loopback, so the node's
-  # registry is reached directly).
-  start containerd env HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY= \
-    containerd --config "$DIR/etc/containerd.toml"
-  wait_for containerd 30 ctr --address "$DIR/containerd/containerd.sock" version
-
-  say "images"
-  local archives=()
-  mapfile -t archives < <("$TOOLS_MOD/images.sh" "$DIR/images" "$bin" | cut -f2)
-  import "${archives[@]}"
-
-  say "kubelet (cgroups under $CGROUP_ROOT)"
-  local c
-  for c in /sys/fs/cgroup/*/; do
-    [[ -f $c/cgroup.procs ]] || continue
-    mkdir -p "$c${CGROUP_ROOT#/}"
-    if [[ -f $c/cpuset.cpus ]]; then # cgroup v1 cpuset starts empty
-      cat "$c/cpuset.cpus" >"$c${CGROUP_ROOT#/}/cpuset.cpus"
-      cat "$c/cpuset.mems" >"$c${CGROUP_ROOT#/}/cpuset.mems"
-    fi
-  done
-  printf 'nameserver %s\n' "$DNS_IP" >"$DIR/etc/resolv.conf"
-  render kubelet.yaml >"$DIR/etc/kubelet.yaml"
-  start kubelet kubelet --config="$DIR/etc/kubelet.yaml" \
-    --kubeconfig="$DIR/pki/kubelet.conf" \
-    --root-dir="$DIR/kubelet" --cert-dir="$DIR/kubelet/pki" \
-    --hostname-override="$NODE_NAME" --node-ip="$NODE_IP"
-
-  say "kube-proxy (iptables)"
-  render kube-proxy.yaml >"$DIR/etc/kube-proxy.yaml"
+  say "kube-proxy of the control plane's namespace (ClusterIPs answer there too)"
+  NODE_NAME=$CP_NAME NODE_IP=$CP_IP NODE_DIR=$DIR render kube-proxy.yaml >"$DIR/etc/kube-proxy.yaml"
   start kube-proxy kube-proxy --config="$DIR/etc/kube-proxy.yaml"
 
   say "CoreDNS on $DNS_IP"
   render Corefile >"$DIR/etc/Corefile"
   start coredns coredns -conf "$DIR/etc/Corefile"
+  printf 'nameserver %s\n' "$DNS_IP" >"$DIR/etc/resolv.conf"
+  wait_for CoreDNS 60 in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8182 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'
 
-  say "metrics-server on $NODE_IP:4443 (resource metrics for HPAs, kubectl top)"
-  render metrics-server.yaml | kubectl apply -f - >/dev/null
+  say "images"
+  local archives=()
+  mapfile -t archives < <("$TOOLS_MOD/images.sh" "$DIR/images" "$bin" | cut -f2)
+  echo "${archives[@]}" >"$DIR/images-imported"
+
+  # Once, before the nodes start in parallel: concurrent applies of the same
+  # new objects race (AlreadyExists).
+  kubectl apply -f "$TOOLS_MOD/node/kube-router-rbac.yaml" >/dev/null
+  local starting=()
+  for ((i = 1; i <= NODES; i++)); do
+    node_start "$i" &
+    starting+=($!)
+  done
+  for i in "${starting[@]}"; do wait "$i" || die "a node failed to start (logs: $DIR/logs)"; done
+  local names=()
+  for ((i = 1; i <= NODES; i++)); do node_vars "$i"; names+=("node/$NODE_NAME"); done
+
+  say "metrics-server on $CP_IP:4443 (resource metrics for HPAs, kubectl top)"
+  NODE_IP=$CP_IP render metrics-server.yaml | kubectl apply -f - >/dev/null
   start metrics-server metrics-server --kubeconfig="$DIR/pki/metrics-server.conf" \
     --authentication-kubeconfig="$DIR/pki/metrics-server.conf" \
     --authorization-kubeconfig="$DIR/pki/metrics-server.conf" \
-    --bind-address="$NODE_IP" --secure-port=4443 --cert-dir="$DIR/metrics-server" \
+    --bind-address="$CP_IP" --secure-port=4443 --cert-dir="$DIR/metrics-server" \
     --kubelet-preferred-address-types=InternalIP --kubelet-insecure-tls --metric-resolution=15s
 
-  wait_for "node $NODE_NAME Ready" 120 kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
-  # NetworkPolicy: kube-router's network policy controller alone (no BGP
-  # routing, no service proxy: the bridge and kube-proxy stay as they are),
-  # iptables and ipset rules in the namespace. It reads its node's address
-  # from the Node object, so it starts once the kubelet has registered it;
-  # ready once it answers its health check and has hooked its chains into
-  # the filter table.
-  kubectl apply -f "$TOOLS_MOD/node/kube-router-rbac.yaml" >/dev/null
-  say "kube-router: the NetworkPolicy controller only (iptables + ipset)"
-  start kube-router kube-router --kubeconfig="$DIR/pki/kube-router.conf" \
-    --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
-    --service-cluster-ip-range="$SVC_CIDR" --health-port=20244 --metrics-port=0
-  wait_for kube-router 60 in_ns sh -c 'curl -sf http://127.0.0.1:20244/healthz && iptables -S FORWARD | grep -q KUBE-ROUTER-FORWARD'
+  wait_for "${names[*]} Ready" 120 kubectl wait --for=condition=Ready "${names[@]}" --timeout=1s
   wait_for "the metrics.k8s.io API" 60 kubectl wait --for=condition=Available apiservice/v1beta1.metrics.k8s.io --timeout=1s
-  wait_for CoreDNS 60 in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8182 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'
-  say "up: export KUBECONFIG=$DIR/kubeconfig"
+  say "up: $NODES node(s) in zones ${ZONES[*]:0:NODES}; export KUBECONFIG=$DIR/kubeconfig"
 }
 
-# import ARCHIVE...: OCI archives into the node's containerd (namespace k8s.io).
+# node_net N: node N's network namespace, the DNS address on its lo, its
+# veth into the fabric and its routes: the other nodes' pod subnets through
+# their nodes, the Service range to lo. The control plane routes each node's
+# pod subnet to it.
+node_net() {
+  local i=$1 j peer
+  node_vars "$i"
+  ip netns add "$NODE_NS"
+  in_node "$ZONE" ip link set lo up
+  ip -n "$NS" link add "veth-$ZONE" type veth peer name eth0 netns "$NODE_NS"
+  ip -n "$NS" link set "veth-$ZONE" master fabric0 up
+  in_node "$ZONE" ip addr add "$NODE_IP/24" dev eth0
+  in_node "$ZONE" ip link set eth0 up
+  in_node "$ZONE" ip addr add "$DNS_IP/32" dev lo
+  in_node "$ZONE" ip route add "$SVC_CIDR" dev lo
+  in_node "$ZONE" sysctl -qw net.ipv4.ip_forward=1
+  # The bridge's traffic through iptables, so that a pod reaching a Service
+  # backed by a pod on the same bridge is un-NATed on the way back, and so
+  # that pod-to-pod traffic switched by the bridge meets kube-router's
+  # NetworkPolicy chains (the setting is the namespace's own).
+  in_node "$ZONE" ip link add cni0 type bridge
+  in_node "$ZONE" sysctl -qw net.bridge.bridge-nf-call-iptables=1
+  in_node "$ZONE" ip link del cni0
+  in_ns ip route add "$POD_CIDR" via "$NODE_IP"
+  for ((j = 1; j <= NODES; j++)); do
+    ((j == i)) && continue
+    peer=10.87.0.1$j
+    in_node "$ZONE" ip route add "10.88.$j.0/24" via "$peer"
+  done
+}
+
+# node_start N: node N's containerd (its own root, state and socket; pulls
+# only from the cluster's registry), the images, its kubelet (labelled with
+# its zone), kube-proxy and kube-router. Also what boots a killed node again.
+node_start() {
+  local i=$1 c
+  node_vars "$i"
+  local z=$ZONE archives
+  mkdir -p "$NODE_DIR"/{etc,kubelet,containerd,cni/net.d,cni/ipam,pod-logs}
+  # containerd's per-registry configuration: plain HTTP to the registry, on the fabric.
+  mkdir -p "$NODE_DIR/etc/certs.d/$REGISTRY"
+  render registry-hosts.toml >"$NODE_DIR/etc/certs.d/$REGISTRY/hosts.toml"
+  render containerd.toml >"$NODE_DIR/etc/containerd.toml"
+  render 10-plantstore.conflist >"$NODE_DIR/cni/net.d/10-plantstore.conflist"
+  # A dead proxy: an image missing from the node fails at once, never pulls
+  # from beyond the machine (Go never proxies loopback or the fabric's
+  # addresses listed in NO_PROXY, so the registry is reached directly).
+  start_in "$NODE_NS" "containerd-$z" env HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY="$CP_IP" \
+    containerd --config "$NODE_DIR/etc/containerd.toml"
+  wait_for "containerd of $NODE_NAME" 30 ctr --address "$NODE_DIR/containerd/containerd.sock" version
+  read -r -a archives <"$DIR/images-imported"
+  node_import "$z" "${archives[@]}" >/dev/null
+
+  for c in /sys/fs/cgroup/*/; do
+    [[ -f $c/cgroup.procs ]] || continue
+    mkdir -p "$c$NS" "$c${CGROUP_ROOT#/}"
+    if [[ -f $c/cpuset.cpus ]]; then # cgroup v1 cpuset starts empty
+      [[ -n $(cat "$c$NS/cpuset.cpus") ]] || { cat "$c/cpuset.cpus" >"$c$NS/cpuset.cpus"; cat "$c/cpuset.mems" >"$c$NS/cpuset.mems"; }
+      cat "$c/cpuset.cpus" >"$c${CGROUP_ROOT#/}/cpuset.cpus"
+      cat "$c/cpuset.mems" >"$c${CGROUP_ROOT#/}/cpuset.mems"
+    fi
+  done
+  render kubelet.yaml >"$NODE_DIR/etc/kubelet.yaml"
+  start_in "$NODE_NS" "kubelet-$z" kubelet --config="$NODE_DIR/etc/kubelet.yaml" \
+    --kubeconfig="$DIR/pki/kubelet-$z.conf" \
+    --root-dir="$NODE_DIR/kubelet" --cert-dir="$NODE_DIR/kubelet/pki" \
+    --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" --node-labels="topology.kubernetes.io/zone=$z"
+  render kube-proxy.yaml >"$NODE_DIR/etc/kube-proxy.yaml"
+  start_in "$NODE_NS" "kube-proxy-$z" kube-proxy --config="$NODE_DIR/etc/kube-proxy.yaml"
+  start_in "$NODE_NS" "coredns-$z" coredns -conf "$DIR/etc/Corefile"
+  wait_for "node $NODE_NAME registered" 120 kubectl get "node/$NODE_NAME"
+  # NetworkPolicy: kube-router's network policy controller alone (no BGP
+  # routing, no service proxy: the bridge, the static routes and kube-proxy
+  # stay as they are), iptables and ipset rules in the node's namespace. It
+  # reads its node's address from the Node object, so it starts once the
+  # kubelet has registered it; ready once it answers its health check and
+  # has hooked its chains into the filter table (its RBAC applied by up).
+  start_in "$NODE_NS" "kube-router-$z" kube-router --kubeconfig="$DIR/pki/kube-router.conf" \
+    --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
+    --service-cluster-ip-range="$SVC_CIDR" --health-port=20244 --metrics-port=0
+  wait_for "kube-router of $NODE_NAME" 60 in_node "$z" sh -c 'curl -sf http://127.0.0.1:20244/healthz && iptables -S FORWARD | grep -q KUBE-ROUTER-FORWARD'
+  wait_for "CoreDNS of $NODE_NAME" 60 in_node "$z" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8182 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'
+  echo "node $NODE_NAME started" >"$NODE_DIR/started"
+}
+
+# node_kill NODE: the node dies at once. Its processes are killed (not
+# stopped: nothing is told), every container of its pods with them, and its
+# cable is pulled (its veth's end on the fabric goes down), so its pods'
+# addresses stop answering as on a machine that lost power. Its Node object and pods stay, as the control
+# plane sees them, until the node controller marks it NotReady and evicts.
+node_kill() {
+  local i z pid name
+  i=$(node_index "$1")
+  node_vars "$i"
+  z=$ZONE
+  ip -n "$NS" link set "veth-$ZONE" down
+  while read -r pid name; do
+    [[ $name == *-"$z" ]] && kill -9 "$pid" 2>/dev/null
+  done <"$DIR/pids"
+  grep -v -- "-$z\$" "$DIR/pids" >"$DIR/pids.new" || true
+  mv "$DIR/pids.new" "$DIR/pids"
+  kill_containers "$NODE_DIR/containerd/containerd.sock" "$CGROUP_ROOT"
+  rm -f "$NODE_DIR/started"
+  say "node $NODE_NAME killed"
+}
+
+# node_boot NODE: a killed node boots: its link up, its processes started
+# again on their old state (the kubelet finds its pods, and the control
+# plane's view of them, as a rebooted node does).
+node_boot() {
+  local i
+  i=$(node_index "$1")
+  node_vars "$i"
+  [[ ! -e $NODE_DIR/started ]] || die "node $NODE_NAME is running"
+  PATH=$(cat "$DIR/bin"):$PATH
+  export PATH KUBECONFIG=$DIR/kubeconfig
+  ip -n "$NS" link set "veth-$ZONE" up
+  node_start "$i"
+  wait_for "node $NODE_NAME Ready" 120 kubectl wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
+  say "node $NODE_NAME booted and Ready"
+}
+
+# kill_containers SOCK CGROUP_ROOT: containerd's shims outlive it: only those
+# serving the containerd at SOCK (their command line is
+# "containerd-shim-runc-v2 -namespace k8s.io -id ID -address SOCK"), then
+# whatever still runs in the pods' cgroups under CGROUP_ROOT.
+kill_containers() {
+  local sock=$1 root=$2 pid procs
+  for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $sock( |$)" || true); do
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  # A killed shim can leave a container's cgroup frozen (runc freezes it to
+  # signal every process): a frozen process takes no SIGKILL until thawed
+  # (seen once: a restarting operator, left in state D).
+  find "/sys/fs/cgroup/freezer$root" -name freezer.state 2>/dev/null |
+    while read -r f; do [[ $(cat "$f") == THAWED ]] || echo THAWED >"$f" 2>/dev/null || true; done
+  for _ in $(seq 20); do
+    procs=$(find /sys/fs/cgroup/*"$root" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
+    [[ -n $procs ]] || break
+    # shellcheck disable=SC2086 # one pid a word
+    kill -9 $procs 2>/dev/null || true
+    sleep 0.25
+  done
+}
+
+# import ARCHIVE...: OCI archives into every node's containerd (namespace
+# k8s.io), the nodes in parallel.
 import() {
-  local a
+  local i rc=0 job importing=()
+  for ((i = 1; i <= NODES; i++)); do
+    node_vars "$i"
+    node_import "$ZONE" "$@" &
+    importing+=($!)
+  done
+  for job in "${importing[@]}"; do wait "$job" || rc=1; done
+  ((rc == 0)) || die "import into a node failed"
+  printf 'imported %s\n' "$@"
+}
+node_import() {
+  local z=$1 a; shift
   for a in "$@"; do
-    ctr --address "$DIR/containerd/containerd.sock" -n k8s.io images import --no-unpack=false "$a" >/dev/null ||
-      die "import $a"
-    echo "imported $a"
+    ctr --address "$DIR/nodes/$z/containerd/containerd.sock" -n k8s.io images import --no-unpack=false "$a" >/dev/null ||
+      die "import $a into node $z"
   done
 }
 
 # ---------------------------------------------------------------------------
 down() {
-  local pid name s sock=$DIR/containerd/containerd.sock
+  local pid name s i
+  # The cluster's own node count, whatever CLUSTER_NODES says now.
+  [[ ! -f $DIR/nodes-count ]] || NODES=$(cat "$DIR/nodes-count")
   # Best effort throughout: one step failing must not leave the rest undone.
   set +e
   say "tearing down"
-  # Containers first, while containerd still answers.
-  if [[ -S $sock ]]; then
-    local ids
+  # Containers first, while each containerd still answers.
+  for ((i = 1; i <= NODES; i++)); do
+    node_vars "$i"
+    local sock=$NODE_DIR/containerd/containerd.sock ids
+    [[ -S $sock ]] || continue
     ids=$(ctr --address "$sock" -n k8s.io tasks ls -q 2>/dev/null || true)
     for id in $ids; do ctr --address "$sock" -n k8s.io tasks kill -s KILL "$id" >/dev/null 2>&1 || true; done
-  fi
+  done
   # Our processes, newest first.
   if [[ -f $DIR/pids ]]; then
     tac "$DIR/pids" | while read -r pid name; do kill "$pid" 2>/dev/null || true; done
@@ -383,24 +612,9 @@ down() {
     while read -r pid name; do kill -9 "$pid" 2>/dev/null || true; done <"$DIR/pids"
     rm -f "$DIR/pids"
   fi
-  # containerd's shims outlive it: only those serving our containerd (their
-  # command line is "containerd-shim-runc-v2 -namespace k8s.io -id ID
-  # -address SOCK"), then whatever still runs in the pods' cgroups.
-  for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $sock( |$)" || true); do
-    kill -9 "$pid" 2>/dev/null || true
-  done
-  # A killed shim can leave a container's cgroup frozen (runc freezes it to
-  # signal every process): a frozen process takes no SIGKILL until thawed
-  # (seen once: a restarting operator, left in state D).
-  find "/sys/fs/cgroup/freezer$CGROUP_ROOT" -name freezer.state 2>/dev/null |
-    while read -r f; do [[ $(cat "$f") == THAWED ]] || echo THAWED >"$f" 2>/dev/null || true; done
-  local procs
-  for _ in $(seq 20); do
-    procs=$(find /sys/fs/cgroup/*"$CGROUP_ROOT" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)
-    [[ -n $procs ]] || break
-    # shellcheck disable=SC2086 # one pid a word
-    kill -9 $procs 2>/dev/null || true
-    sleep 0.25
+  for ((i = 1; i <= NODES; i++)); do
+    node_vars "$i"
+    kill_containers "$NODE_DIR/containerd/containerd.sock" "$CGROUP_ROOT"
   done
   sleep 0.5 # the kernel reaps them before their cgroups can go
   # Whatever is still mounted below the state directory (volumes, rootfs,
@@ -408,11 +622,15 @@ down() {
   for _ in 1 2 3; do
     findmnt -rn -o TARGET | grep -E "^$DIR/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   done
-  # The kubelet's links to the pods' logs (always in /var/log/containers).
+  # The kubelets' links to the pods' logs (always in /var/log/containers).
   find /var/log/containers -maxdepth 1 -lname "$DIR/*" -delete 2>/dev/null
-  # The pods' network namespaces that containerd left, then ours.
+  # The nodes' namespaces, then the control plane's.
+  for ((i = 1; i <= NODES; i++)); do
+    node_vars "$i"
+    if [[ -e /run/netns/$NODE_NS ]]; then ip netns del "$NODE_NS"; fi
+  done
   if [[ -e /run/netns/$NS ]]; then ip netns del "$NS"; fi
-  for s in /sys/fs/cgroup/*"$CGROUP_ROOT"; do
+  for s in /sys/fs/cgroup/*/"$NS"; do
     [[ -d $s ]] || continue
     find "$s" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
@@ -425,16 +643,30 @@ down() {
   set -e
 }
 
+# nodes: name, zone, network namespace and containerd socket of each node.
+nodes() {
+  local i
+  for ((i = 1; i <= NODES; i++)); do
+    node_vars "$i"
+    echo "$NODE_NAME $ZONE $NODE_NS $NODE_DIR/containerd/containerd.sock"
+  done
+}
+
 status() {
   [[ -f $DIR/pids ]] || { echo "no cluster in $DIR"; return 1; }
   check_alive && KUBECONFIG=$DIR/kubeconfig PATH=$(cat "$DIR/bin"):$PATH kubectl get nodes -o wide
 }
 
+# A cluster that is up has its own node count, whatever CLUSTER_NODES says now.
+[[ ${1:-} == up || ${1:-} == build || ! -f $DIR/nodes-count ]] || NODES=$(cat "$DIR/nodes-count")
 case ${1:-} in
   up) up ;;
   down) down ;;
   status) status ;;
   import) shift; import "$@" ;;
+  nodes) nodes ;;
+  node-kill) node_kill "${2:?node-kill NODE}" ;;
+  node-start) node_boot "${2:?node-start NODE}" ;;
   build) build; echo "$BIN" ;;
-  *) sed -n '2,30p' "$SELF"; exit 2 ;;
+  *) sed -n '2,/^set -euo/p' "$SELF" | sed '$d'; exit 2 ;;
 esac

@@ -10,7 +10,7 @@
 #                                user redis 999 as in the official image
 #   plantstore.test/client:1     a shell, curl and the usual utilities, for
 #                                helm test and the scenarios' probes
-#   plantstore.test/load:1       the open-loop load generator (cmd/k8s-load)
+#   plantstore.test/load:1       the open-loop load generator (tools/k8s/load)
 #   plantstore.test/prometheus:v3.5.0, plantstore.test/prometheus-operator:v0.85.0,
 #   plantstore.test/prometheus-config-reloader:v0.85.0
 #                                Prometheus and the Prometheus Operator, from
@@ -18,6 +18,8 @@
 #   plantstore.test/jaeger:1, plantstore.test/otelcol:1
 #                                Jaeger v2 and an OpenTelemetry Collector, from
 #                                their modules (tools/k8s/jaeger, tools/k8s/otelcol)
+#   plantstore.test/traefik:1    Traefik, the Gateway scenario's Gateway API
+#                                implementation, from its module (tools/k8s/traefik)
 #   plantstore.test/webhook-receiver:1  the scenarios' webhook subscriber (cmd/k8s-webhook-receiver)
 #   docker.io/oliver006/redis_exporter:v1.61.0
 #                                the chart's Redis exporter (redis.metrics) under the
@@ -27,7 +29,7 @@
 # Usage: tools/k8s/images.sh OUTDIR BINDIR
 #   BINDIR holds the static k8s-pause, k8s-load and k8s-webhook-receiver binaries and
 #   the static prometheus, prometheus-operator, prometheus-config-reloader,
-#   jaeger, otelcol and redis-exporter.
+#   jaeger, otelcol, redis-exporter and traefik.
 # Needs root and buildah, busybox-static, redis-server and curl from Debian
 # (cluster.sh installs them).
 set -euo pipefail
@@ -120,7 +122,7 @@ users "$r" nonroot 65532
 install -m 0755 "$BINDIR/k8s-load" "$r/k8s-load"
 image plantstore.test/load:1 "$r" 65532:65532 '["/k8s-load"]'
 
-# The Prometheus scenario's (cluster-test.d/60-prometheus.sh): Prometheus and
+# The Prometheus scenario's (cluster-test.d/35-prometheus.sh): Prometheus and
 # the Prometheus Operator with its config reloader, static binaries from
 # their modules (tools/k8s/prometheus, tools/k8s/prometheus-operator; tags
 # as build.sh stamps them), as their official images run them (user nobody,
@@ -149,6 +151,13 @@ for t in jaeger otelcol; do
   install -m 0755 "$(readlink -f "$BINDIR/$t")" "$r/$t"
   image "plantstore.test/$t:1" "$r" 10001:10001 "[\"/$t\"]"
 done
+
+# The Gateway scenario's (cluster-test.d/lib/gateway.sh): Traefik, static,
+# as user 65532 like its official image.
+r=$work/traefik
+users "$r" traefik 65532
+install -m 0755 "$(readlink -f "$BINDIR/traefik")" "$r/traefik"
+image plantstore.test/traefik:1 "$r" 65532:65532 '["/traefik"]'
 
 r=$work/webhook-receiver
 users "$r" nonroot 65532

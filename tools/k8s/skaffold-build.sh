@@ -3,7 +3,8 @@
 # builds plantstore's image with buildah (tools/image/build.sh, no daemon),
 # loads it into the storage of the podman API service that tools/k8s/skaffold.sh
 # runs for skaffold's image bookkeeping, and imports it into the test
-# cluster's containerd, also under the tag skaffold deploys: the image's ID.
+# cluster's nodes' containerds, also under the tag skaffold deploys: the
+# image's ID.
 # skaffold sets IMAGE (the reference to build) and PUSH_IMAGE.
 set -euo pipefail
 TOOLS_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -35,11 +36,12 @@ PODMAN=(podman --root "$DIR/podman/root" --runroot "$DIR/podman/run" --storage-d
 "${PODMAN[@]}" load -q -i "$out" >/dev/null
 id=$("${PODMAN[@]}" image inspect --format '{{.Id}}' "$full")
 
-CTR=(ctr --address "$DIR/containerd/containerd.sock" -n k8s.io)
 "$TOOLS_MOD/cluster.sh" import "$out" >/dev/null
 # skaffold deploys REPO:ID (build.TagWithImageID), which the kubelet asks
-# containerd for by its full name.
+# containerd for by its full name: tagged so on every node.
 deployed=${full%:*}:${id#sha256:}
-"${CTR[@]}" images tag --force "$full" "$deployed" >/dev/null
+for sock in $("$TOOLS_MOD/cluster.sh" nodes | awk '{print $4}'); do
+  ctr --address "$sock" -n k8s.io images tag --force "$full" "$deployed" >/dev/null
+done
 rm -f "$out"
-echo "imported $IMAGE into the node as $deployed"
+echo "imported $IMAGE into the nodes as $deployed"

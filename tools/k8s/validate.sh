@@ -163,11 +163,12 @@ SCHEMA_DIR=$SCHEMAS/v$K8S_VERSION-standalone-strict
 # Readers keep the lock shared, so that no other run regenerates under them.
 if command -v flock >/dev/null; then flock -s 9; fi
 KC_SKIP=()
-declare -A CRD_KINDS=([ServiceMonitor]=servicemonitor-monitoring-v1.json [PrometheusRule]=prometheusrule-monitoring-v1.json)
+declare -A CRD_KINDS=([ServiceMonitor]=servicemonitor-monitoring-v1.json [PrometheusRule]=prometheusrule-monitoring-v1.json
+  [HTTPRoute]=httproute-gateway-v1.json)
 for k in "${!CRD_KINDS[@]}"; do
   if [[ ! -f $SCHEMA_DIR/${CRD_KINDS[$k]} ]]; then
     KC_SKIP+=("$k")
-    skip "$k (monitoring.coreos.com/v1) not schema-validated: its CRD could not be obtained (see k8s-schemas output above)"
+    skip "$k not schema-validated: its CRD could not be obtained (see k8s-schemas output above)"
   fi
 done
 kc_args=(-strict -summary -output text -kubernetes-version "$K8S_VERSION" -schema-location "$SCHEMAS")
@@ -343,12 +344,12 @@ cluster_alive() {
   done
 }
 
-# CRDs for ServiceMonitor and PrometheusRule, from the same module as the schemas.
+# CRDs of ServiceMonitor, PrometheusRule and HTTPRoute, from the modules the schemas come from.
 if compgen -G "$SCHEMAS/crds/*.yaml" >/dev/null; then
   check "install CRDs $(cd "$SCHEMAS/crds" && echo *.yaml)" \
     bash -c "kubectl create -f '$SCHEMAS/crds/' && kubectl wait --for=condition=Established --timeout=60s crd --all" || true
 else
-  skip "prometheus-operator CRDs not available: ServiceMonitor/PrometheusRule cannot be installed"
+  skip "no CRDs available: ServiceMonitor, PrometheusRule and HTTPRoute cannot be installed"
 fi
 
 # pods FROM_FILE SOURCE: write a Pod per pod template into $WORK/pods/SOURCE.

@@ -9,7 +9,12 @@
 #   3. and fails on an unsigned copy of the release and on a tampered one
 #      (the version tag moved to an image index the key never signed).
 #
-# Prints one RELEASE-CHECK line of figures. Needs root (the image builds).
+# CHECK_REGISTRY=HOST:PORT runs it against a registry already running (the
+# test cluster's: tools/k8s/cluster-test.d/05-release.sh, which then installs
+# what it pushed) instead of starting one; the copies go under HOST:PORT/unsigned
+# and HOST:PORT/tampered. RELEASE_DIR (default: a temporary directory) keeps
+# what make release wrote. Prints one RELEASE-CHECK line of figures. Needs
+# root (the image builds).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -29,18 +34,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-step "registry (CNCF Distribution $("$tools/registry" --version | awk '{print $3}')) on 127.0.0.1:$port"
-REGISTRY_HTTP_ADDR=127.0.0.1:$port REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY=$work/registry \
-  "$tools/registry" serve "$root/tools/release/registry.yml" >"$work/registry.log" 2>&1 &
-registry_pid=$!
-for _ in $(seq 100); do curl -fsS -o /dev/null "http://127.0.0.1:$port/v2/" 2>/dev/null && break; sleep 0.1; done
-curl -fsS -o /dev/null "http://127.0.0.1:$port/v2/" || { cat "$work/registry.log"; echo "release-check: the registry did not start" >&2; exit 1; }
+host=${CHECK_REGISTRY:-}
+if [ -z "$host" ]; then
+  host=127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  step "registry (CNCF Distribution $("$tools/registry" --version | awk '{print $3}')) on $host"
+  REGISTRY_HTTP_ADDR=$host REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY=$work/registry \
+    "$tools/registry" serve "$root/tools/release/registry.yml" >"$work/registry.log" 2>&1 &
+  registry_pid=$!
+  for _ in $(seq 100); do curl -fsS -o /dev/null "http://$host/v2/" 2>/dev/null && break; sleep 0.1; done
+fi
+curl -fsS -o /dev/null "http://$host/v2/" || { cat "$work/registry.log" 2>/dev/null; echo "release-check: no registry answers on $host" >&2; exit 1; }
+release_dir=${RELEASE_DIR:-$work/release}
 
-REGISTRY=127.0.0.1:$port/plantstore
+REGISTRY=$host/plantstore
 step "make release VERSION=$VERSION REGISTRY=$REGISTRY (REPRODUCE=true)"
-VERSION=$VERSION REGISTRY=$REGISTRY REPRODUCE=true RELEASE_DIR=$work/release "$root/tools/release/release.sh" | tee "$work/release.log" | grep -E '^(==|RELEASE|  (reproducible|linux/))'
-index=$(jq -r .image.digest "$work/release/release.json")
+VERSION=$VERSION REGISTRY=$REGISTRY REPRODUCE=true RELEASE_DIR=$release_dir "$root/tools/release/release.sh" | tee "$work/release.log" | grep -E '^(==|RELEASE|  (reproducible|linux/))'
+index=$(jq -r .image.digest "$release_dir/release.json")
 
 step "verify what was pushed"
 "$root/tools/release/verify.sh" "$REGISTRY" "$VERSION" | tee "$work/verify.log" | grep -E '^(  ok|VERIFY)'
@@ -72,22 +81,22 @@ expect_refused() { # expect_refused WHAT REGISTRY PATTERN
 }
 
 step "an unsigned copy of the release must be refused"
-copy_release "$REGISTRY" "127.0.0.1:$port/unsigned"
-expect_refused "the unsigned copy" "127.0.0.1:$port/unsigned" "no valid signature on 127.0.0.1:$port/unsigned/plantstore"
+copy_release "$REGISTRY" "$host/unsigned"
+expect_refused "the unsigned copy" "$host/unsigned" "no valid signature on $host/unsigned/plantstore"
 
 step "a tampered release (its tag moved to an index the key never signed) must be refused"
-copy_release "$REGISTRY" "127.0.0.1:$port/tampered" --signatures
+copy_release "$REGISTRY" "$host/tampered" --signatures
 "$tools/releasetool" index -o "$work/tampered-index" -ref-name "$VERSION" \
   -annotation "org.opencontainers.image.version=$VERSION" -annotation "org.opencontainers.image.description=not what was signed" \
-  "$work/release"/image-linux-*.tar >/dev/null
-tampered=$("$tools/releasetool" push -layout "$work/tampered-index" "127.0.0.1:$port/tampered/plantstore:$VERSION")
+  "$release_dir"/image-linux-*.tar >/dev/null
+tampered=$("$tools/releasetool" push -layout "$work/tampered-index" "$host/tampered/plantstore:$VERSION")
 [ "$tampered" != "$index" ] || { echo "release-check: the tampered index has the signed digest" >&2; exit 1; }
-expect_refused "the tampered tag ($tampered)" "127.0.0.1:$port/tampered" "no valid signature on 127.0.0.1:$port/tampered/plantstore"
+expect_refused "the tampered tag ($tampered)" "$host/tampered" "no valid signature on $host/tampered/plantstore"
 # The same copy with the tag put back verifies: the refusal above was the tag's.
-"${crane[@]}" tag "127.0.0.1:$port/tampered/plantstore@$index" "$VERSION" 2>/dev/null
-"$root/tools/release/verify.sh" "127.0.0.1:$port/tampered" "$VERSION" >/dev/null
+"${crane[@]}" tag "$host/tampered/plantstore@$index" "$VERSION" 2>/dev/null
+"$root/tools/release/verify.sh" "$host/tampered" "$VERSION" >/dev/null
 echo "  the copy verifies again once its tag is back on $index"
 
 step "done"
 reproduced=$(grep -c '^  reproducible' "$work/release.log" || true)
-echo "RELEASE-CHECK version=$VERSION index=$index platforms=$(jq '.image.platforms | length' "$work/release/release.json") reproducible=$reproduced/$(($(jq '.image.platforms | length' "$work/release/release.json") + 1)) $(grep '^VERIFY' "$work/verify.log" | sed 's/^VERIFY //; s/version=[^ ]* //; s/image=[^ ]* //; s/platforms=[^ ]* //') refused=$negatives/2 seconds=$((SECONDS - t0))"
+echo "RELEASE-CHECK version=$VERSION index=$index platforms=$(jq '.image.platforms | length' "$release_dir/release.json") reproducible=$reproduced/$(($(jq '.image.platforms | length' "$release_dir/release.json") + 1)) $(grep '^VERIFY' "$work/verify.log" | sed 's/^VERIFY //; s/version=[^ ]* //; s/image=[^ ]* //; s/platforms=[^ ]* //') refused=$negatives/2 seconds=$((SECONDS - t0))"

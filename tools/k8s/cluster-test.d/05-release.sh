@@ -13,7 +13,10 @@
 # load (no failed request), then `helm rollback` to 1.0.0 (creates keep
 # working; nothing is lost) and the upgrade again (what 1.0.0 wrote
 # meanwhile is migrated too). Helm 4 renders and applies the same chart
-# through the same steps: its upgrade is not put under load a second time.
+# through the same steps: its upgrade is not put under load a second time,
+# and it runs beside Helm 3's rollback (both mostly wait on the cluster);
+# Helm 3's install is the one that shows the kubelet pulling from the
+# registry, so Helm 4's does not drop the nodes' images first.
 # docs/release.md describes what is published and how to verify it.
 # Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
@@ -25,7 +28,7 @@ RELDIR=$CLUSTER_DIR/release
 mkdir -p "$RELDIR"
 export COSIGN_KEY=$RELDIR/cosign.key COSIGN_PUB=$RELDIR/cosign.pub
 
-stage "make release 1.0.0 (commit ${V1_COMMIT:0:12}) and $NOW (this tree) into the node's registry $RELEASE_REGISTRY"
+stage "make release 1.0.0 (commit ${V1_COMMIT:0:12}) and make release-check $NOW (this tree) into the node's registry $RELEASE_REGISTRY"
 [[ -n $V1_COMMIT ]] || { fail "CHANGELOG.md names no commit for 1.0.0"; exit 1; }
 rm -rf "$RELDIR/src-1.0.0"
 # A clone of its own (cyclonedx-gomod reads the commit with go-git, which
@@ -33,15 +36,30 @@ rm -rf "$RELDIR/src-1.0.0"
 git clone -q --no-checkout "$REPO" "$RELDIR/src-1.0.0"
 git -C "$RELDIR/src-1.0.0" checkout -q --detach "$V1_COMMIT"
 declare -A RELEASED_DIGEST
+# This tree's release goes through make release-check against this
+# registry (built twice for the same digests, verified, an unsigned and a
+# tampered copy refused): CI's release proof, run here so that the release
+# it checked is the one installed below, not a second build.
 for v in 1.0.0 "$NOW"; do
+  release=("$REPO/tools/release/release.sh")
+  [[ $v == 1.0.0 ]] || release=(env CHECK_REGISTRY="${RELEASE_REGISTRY%/plantstore}" "$REPO/tools/release/check.sh")
   src=$REPO
   [[ $v != 1.0.0 ]] || src=$RELDIR/src-1.0.0
   t=$SECONDS
   if VERSION=$v SRC=$src REGISTRY=$RELEASE_REGISTRY RELEASE_DIR=$RELDIR/$v HELM=helm \
-    "$REPO/tools/release/release.sh" >"$CLUSTER_DIR/logs/release-$v.log" 2>&1; then
+    "${release[@]}" >"$CLUSTER_DIR/logs/release-$v.log" 2>&1; then
     RELEASED_DIGEST[$v]=$(jq -r .image.digest "$RELDIR/$v/release.json")
     pass "make release $v in $((SECONDS - t))s: image index ${RELEASED_DIGEST[$v]} ($(jq -r '[.image.platforms[].platform] | join(", ")' "$RELDIR/$v/release.json")), chart $(jq -r .chart.digest "$RELDIR/$v/release.json")"
     figures "release version=$v seconds=$((SECONDS - t)) $(grep '^RELEASE ' "$CLUSTER_DIR/logs/release-$v.log" | sed 's/^RELEASE //; s/version=[^ ]* //; s/seconds=[^ ]*//')"
+    if [[ $v != 1.0.0 ]]; then
+      check=$(grep '^RELEASE-CHECK ' "$CLUSTER_DIR/logs/release-$v.log" | sed 's/^RELEASE-CHECK //')
+      figures "release-check $check"
+      if [[ $check == *"refused=2/2"* && $check =~ reproducible=([0-9]+)/([0-9]+) && ${BASH_REMATCH[1]} == "${BASH_REMATCH[2]}" ]]; then
+        pass "make release-check $v: every platform and the index built twice to the same digests, verified, an unsigned and a tampered copy refused"
+      else
+        fail "make release-check $v: $check"
+      fi
+    fi
   else
     fail "make release $v"; grep -v '^go: downloading' "$CLUSTER_DIR/logs/release-$v.log" | tail -n 30
     exit 1
@@ -76,9 +94,12 @@ redis_uid() { kubectl get pod -n "$1" "$REL-redis-0" -o jsonpath='{.metadata.uid
 # drop_registry_images: the node forgets the images it pulled from the
 # registry, so that the next install has to pull them again.
 drop_registry_images() {
-  local ctr=(ctr --address "$CLUSTER_DIR/containerd/containerd.sock" -n k8s.io) refs
-  refs=$("${ctr[@]}" images ls -q | grep "^$RELEASE_REGISTRY/" || true)
-  [[ -z $refs ]] || "${ctr[@]}" images rm $refs >/dev/null
+  local ctr refs sock
+  for sock in $("$CLUSTER" nodes | awk '{print $4}'); do
+    ctr=(ctr --address "$sock" -n k8s.io)
+    refs=$("${ctr[@]}" images ls -q | grep "^$RELEASE_REGISTRY/" || true)
+    [[ -z $refs ]] || "${ctr[@]}" images rm $refs >/dev/null
+  done
 }
 
 # runs_release NS VERSION WHAT: PASS when every API pod runs VERSION's image index from the registry.
@@ -119,9 +140,9 @@ check_plants() {
   : >"$RELDIR/listed-$ns"
   next="/plants?limit=100"
   while [[ -n $next ]] && ((pages < 2000)); do
-    node_curl -D "$RELDIR/headers" -o "$RELDIR/page.json" "http://$ip:8080$next" -H "Authorization: Bearer $token"
-    jq -r '.[].id' "$RELDIR/page.json" >>"$RELDIR/listed-$ns" 2>/dev/null || break
-    next=$(tr -d '\r' <"$RELDIR/headers" | sed -n 's/^[Ll]ink: <\([^>]*\)>; *rel="next".*/\1/p')
+    node_curl -D "$RELDIR/headers-$ns" -o "$RELDIR/page-$ns.json" "http://$ip:8080$next" -H "Authorization: Bearer $token"
+    jq -r '.[].id' "$RELDIR/page-$ns.json" >>"$RELDIR/listed-$ns" 2>/dev/null || break
+    next=$(tr -d '\r' <"$RELDIR/headers-$ns" | sed -n 's/^[Ll]ink: <\([^>]*\)>; *rel="next".*/\1/p')
     pages=$((pages + 1))
   done
   local listed
@@ -129,12 +150,16 @@ check_plants() {
   echo "read=$read listed=$listed pages=$pages"
 }
 
-# release_flow HELM NS UNDER_LOAD_AND_ROLLBACK: the user's path with one Helm.
+# release_flow HELM NS UNDER_LOAD_AND_ROLLBACK [BEFORE_ROLLBACK]: the user's
+# path with one Helm. With UNDER_LOAD_AND_ROLLBACK 0 it runs beside another
+# flow: the nodes' images stay (the other flow's pods use them) and the pull
+# from the registry is that flow's proof. BEFORE_ROLLBACK is called just
+# before the rollback.
 release_flow() {
-  local helm=$1 ns=$2 rollback=$3 hv t t2 s out wrote v1_first under
+  local helm=$1 ns=$2 rollback=$3 before_rollback=${4:-} hv t t2 s out wrote v1_first under
   hv=$($helm version --template '{{.Version}}' 2>/dev/null || $helm version --short)
   restricted_ns "$ns"
-  drop_registry_images
+  ((!rollback)) || drop_registry_images
   v1_first=$((900000000 + ${#ns} * 100000))
 
   stage "$hv: helm install $CHART_OCI --version 1.0.0 (the kubelet pulls the image from the registry)"
@@ -150,7 +175,9 @@ release_flow() {
   pulled=$(kubectl get events -n "$ns" --field-selector reason=Pulled -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
     grep -cE "^Successfully pulled image \"$RELEASE_REGISTRY/plantstore(:[^@\"]+)?@${RELEASED_DIGEST[1.0.0]}\"" || true)
   figures "install-from-registry helm=$hv version=1.0.0 chart=$CHART_OCI seconds=$((SECONDS - t)) pulled_by_digest=$pulled image=${RELEASED_DIGEST[1.0.0]}"
-  if ((pulled >= 1)); then pass "$hv: the kubelet pulled $RELEASE_REGISTRY/plantstore@${RELEASED_DIGEST[1.0.0]} ($pulled pull events)"; else fail "$hv: no pull of the 1.0.0 image from the registry in the events"; fi
+  if ((rollback)); then
+    if ((pulled >= 1)); then pass "$hv: the kubelet pulled $RELEASE_REGISTRY/plantstore@${RELEASED_DIGEST[1.0.0]} ($pulled pull events)"; else fail "$hv: no pull of the 1.0.0 image from the registry in the events"; fi
+  fi
 
   wrote=$(create_plants "$ns" "$v1_first" 200 v1)
   if ((wrote == 200)); then pass "$hv: 200 plants written through 1.0.0"; else fail "$hv: $wrote of 200 creates through 1.0.0 answered 200"; fi
@@ -216,6 +243,7 @@ release_flow() {
   fi
 
   ((rollback)) || return 0
+  [[ -z $before_rollback ]] || "$before_rollback"
   stage "$hv: helm rollback to 1.0.0, creates through it, and the upgrade again"
   t=$SECONDS
   # As the chart README's Upgrading says: 1.0.0's chart rendered the tokens
@@ -251,11 +279,17 @@ release_flow() {
   fi
 }
 
-release_flow helm release-helm3 1
-kubectl delete namespace release-helm3 --timeout=120s >/dev/null
-if [[ -x $BIN/helm4 ]]; then
+helm4_flow() {
   release_flow "$BIN/helm4" release-helm4 0
-else
-  fail "no helm4 in $BIN (tools/k8s/build.sh helm4)"
-fi
-kubectl delete namespace release-helm4 --wait=false >/dev/null
+  kubectl delete namespace release-helm4 --wait=false >/dev/null
+}
+helm4_beside() {
+  if [[ -x $BIN/helm4 ]]; then
+    beside release-helm4 helm4_flow
+  else
+    fail "no helm4 in $BIN (tools/k8s/build.sh helm4)"
+  fi
+}
+release_flow helm release-helm3 1 helm4_beside
+kubectl delete namespace release-helm3 --timeout=120s >/dev/null
+joined release-helm4

@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# runs beside the next scenario (Helm and server-side apply in a namespace of
+# its own, no load: see beside in cluster-test.sh).
 # The chart as GitOps tools apply it, and the Secrets it generates kept
 # through everything a release goes through.
 # 1. As Argo CD syncs it: rendered with `helm template` (no cluster to look

@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# runs beside the next scenario (namespaces of its own, no load: see beside
+# in cluster-test.sh).
 # Every kustomize overlay applied, Ready, and serving a create.
 # Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The chart's NetworkPolicies enforced for real: kube-router's network policy
-# controller runs on the node (tools/k8s/cluster.sh), so a pod outside the
+# controller runs on every node (tools/k8s/cluster.sh), so a pod outside the
 # allowed set is cut off from Redis and the API while the API, the helm test
 # pod and an allowed client still work; with the policies removed the same
 # pod gets through (the checks cannot pass on a cluster that enforces
@@ -45,11 +45,12 @@ EOF
 }
 NP_SYNC_MS=0
 np_go() {
-  local ns=$1 name=$2 t0 i
+  local ns=$1 name=$2 t0 i netns
   kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Running "pod/$name" --timeout=60s >/dev/null
+  netns=$(node_netns "$(pod_node "$ns" "$name")")
   t0=$(ms)
   for ((i = 0; i < 120; i++)); do
-    grep -q "POD name:$name namespace: $ns " <<<"$(nsenter --net="/run/netns/$NETNS" iptables-save -t filter)" && break
+    grep -q "POD name:$name namespace: $ns " <<<"$(nsenter --net="/run/netns/$netns" iptables-save -t filter)" && break
     sleep 0.25
   done
   (($(ms) - t0 > NP_SYNC_MS)) && NP_SYNC_MS=$(($(ms) - t0))
@@ -158,25 +159,27 @@ else
 fi
 # The API pods' egress (DNS, Redis): from an ephemeral container in an API
 # pod's network namespace (the image has no shell), Redis through its Service
-# and, not in the list, the API server on the node's address. DNS is not a
-# proof of the chart's DNS rule here: this cluster's DNS runs on the node, on
-# an address of the Service range, which kube-router lets every pod reach.
+# and, not in the list, the API server at its own address (the control
+# plane's, another host as on any cluster). DNS is not a proof of the
+# chart's DNS rule here: this cluster's DNS runs on each node, on an address
+# of the Service range, which kube-router lets every pod reach.
 np_debug() {
   local pod=$1 name=$2
   kubectl debug -n "$NP_NS" "$pod" -c "$name" --image=plantstore.test/client:1 --image-pull-policy=Never \
-    --profile=restricted -- sh -c "$NP_REACH"'echo "redis=$(reach http://'"$rsvc"':6379/) apiserver=$(reach http://'"$node_ip"':6443/)"' >/dev/null 2>&1
+    --profile=restricted -- sh -c "$NP_REACH"'echo "redis=$(reach http://'"$rsvc"':6379/) apiserver=$(reach http://'"$apiserver"'/)"' >/dev/null 2>&1
   for _ in $(seq 60); do
     [[ -n $(kubectl get pod -n "$NP_NS" "$pod" -o jsonpath="{.status.ephemeralContainerStatuses[?(@.name==\"$name\")].state.terminated}") ]] && break
     sleep 0.5
   done
   kubectl logs -n "$NP_NS" "$pod" -c "$name"
 }
-node_ip=$(kubectl get nodes -o jsonpath='{.items[0].status.addresses[?(@.type=="InternalIP")].address}')
-api_pod=$(kubectl get pods -n "$NP_NS" -l app.kubernetes.io/component=api -o jsonpath='{.items[0].metadata.name}')
+# The API server's address and port, as the kubernetes Service's endpoint names them.
+apiserver=$(kubectl get endpoints kubernetes -n default -o jsonpath='{.subsets[0].addresses[0].ip}:{.subsets[0].ports[0].port}')
+api_pod=$(live_api_pod "$NP_NS")
 api_egress=$(np_debug "$api_pod" np-egress)
 echo "from an API pod: $api_egress"
 if [[ $(kv redis "$api_egress") == open ]] && blocked "$(kv apiserver "$api_egress")"; then
-  pass "an API pod reaches Redis and nothing outside its egress list (the API server on the node: $(kv apiserver "$api_egress"))"
+  pass "an API pod reaches Redis and nothing outside its egress list (the API server at $apiserver: $(kv apiserver "$api_egress"))"
 else
   fail "API pod egress: want Redis open and the API server cut off: $api_egress"
 fi
@@ -208,7 +211,7 @@ open=$(np_log "$NP_NS" np-denied-open)
 open_ms=$(($(ms) - t))
 echo "denied client, policies removed: $open"
 redis_after=$(redis_out)
-api_pod=$(kubectl get pods -n "$NP_NS" -l app.kubernetes.io/component=api -o jsonpath='{.items[0].metadata.name}')
+api_pod=$(live_api_pod "$NP_NS")
 api_egress_after=$(np_debug "$api_pod" np-egress-open)
 echo "from the Redis pod: ${redis_after:-killed by timeout}; from an API pod: $api_egress_after"
 if [[ $(kv api "$open") =~ ^[0-9]{3}$ && $(kv api_pod "$open") =~ ^[0-9]{3}$ && $(kv redis "$open") == open && $(kv redis_pod "$open") == open ]] &&

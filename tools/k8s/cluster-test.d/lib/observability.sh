@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Namespace observability as a user runs it beside plantstore, for the
-# scenarios that trace (60-prometheus.sh, 65-tracing.sh; whichever runs
+# scenarios that trace (35-prometheus.sh, 65-tracing.sh; whichever runs
 # first brings it up, and it goes after the last scenario):
 #
 #   jaeger               Jaeger v2 (tools/k8s/jaeger: its config.yaml, the
@@ -118,33 +118,8 @@ spec:
   selector: {app.kubernetes.io/name: jaeger}
   ports: [{name: otlp-grpc, port: 4317, targetPort: 4317}, {name: query-http, port: 16686, targetPort: 16686}]
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: webhook-receiver, namespace: $OBS_NS}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app.kubernetes.io/name: webhook-receiver}}
-  template:
-    metadata: {labels: {app.kubernetes.io/name: webhook-receiver}}
-    spec:
-      automountServiceAccountToken: false
-      containers:
-        - name: receiver
-          image: plantstore.test/webhook-receiver:1
-          imagePullPolicy: Never
-          args: [-addr, ":8080"]
-          ports: [{name: http, containerPort: 8080}]
-          readinessProbe: {httpGet: {path: /stats, port: 8080}, periodSeconds: 2}
-          $SECURE
----
-apiVersion: v1
-kind: Service
-metadata: {name: webhook-receiver, namespace: $OBS_NS}
-spec:
-  selector: {app.kubernetes.io/name: webhook-receiver}
-  ports: [{name: http, port: 8080, targetPort: 8080}]
----
 EOF
+    receiver_manifest "$OBS_NS"
     collector_manifest otel-collector otel-collector.yaml
     collector_manifest otel-collector-tail otel-collector.yaml otel-collector-tail-sampling.yaml
   } | kubectl apply -n "$OBS_NS" -f - >"$CLUSTER_DIR/logs/observability-apply.log" 2>&1 ||
@@ -163,10 +138,17 @@ EOF
   later observability_down
 }
 
+# observability_down [wait]: remove it; with wait, until the namespace is
+# gone, so that the next observability_up starts afresh (a scenario that
+# drains or kills nodes after its traces would take the one in-memory
+# Jaeger, and the port-forward to it, with them).
 observability_down() {
-  kill "$OBS_PF_PID" 2>/dev/null || true
-  kubectl delete namespace "$OBS_NS" --wait=false >/dev/null 2>&1 || true
+  local wait=false
+  [[ -z ${1:-} ]] || wait=true
+  kill "${OBS_PF_PID:-}" 2>/dev/null || true
+  kubectl delete namespace "$OBS_NS" --wait="$wait" --timeout=120s >/dev/null 2>&1 || true
   kubectl delete clusterrole,clusterrolebinding otel-collector --ignore-not-found >/dev/null
+  OBS_UP=0
 }
 
 # jaeger_trace ID: the trace as Jaeger's API v3 returns it (OTLP JSON under

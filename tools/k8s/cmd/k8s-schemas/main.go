@@ -5,8 +5,8 @@
 //     k8s.io/kubernetes module that tools/k8s/go.mod requires (taken from the
 //     Go module cache, fetched through the module proxy if missing);
 //   - custom resources come from CustomResourceDefinition YAMLs, by default the
-//     prometheus-operator ServiceMonitor and PrometheusRule CRDs carried by the
-//     github.com/prometheus-operator/prometheus-operator module zip.
+//     prometheus-operator ServiceMonitor and PrometheusRule CRDs and Gateway
+//     API's HTTPRoute (Standard channel) carried by their modules' zips.
 //
 // Output: <out>/v<version>-standalone-strict/<kind>-<group>-<version>.json
 // (lowercase; the group is the first DNS label of the API group, and is
@@ -42,11 +42,16 @@ import (
 // generatorVersion is part of the stamp: bump it when the output changes.
 const generatorVersion = "k8s-schemas/3"
 
-const (
-	defaultCRDModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
-	defaultCRDFiles  = "example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml," +
-		"example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml"
-)
+// defaultCRDModules are the module zips whose CRD YAMLs the chart's custom
+// resources are validated against: module@version:file,file. Gateway API's
+// Standard channel, which most clusters install: what the chart renders by
+// default must pass it.
+var defaultCRDModules = []string{
+	"github.com/prometheus-operator/prometheus-operator@v0.85.0:" +
+		"example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml," +
+		"example/prometheus-operator-crd/monitoring.coreos.com_prometheusrules.yaml",
+	"sigs.k8s.io/gateway-api@v1.6.3:config/crd/standard/gateway.networking.k8s.io_httproutes.yaml",
+}
 
 type stringList []string
 
@@ -80,9 +85,8 @@ func run(args []string, stdout io.Writer) error {
 	version := fs.String("kubernetes-version", "1.31.0", "Kubernetes version the layout is named after (kubeconform -kubernetes-version)")
 	swagger := fs.String("swagger", "", "swagger.json to convert (default: api/openapi-spec/swagger.json of the k8s.io/kubernetes module required by -moddir)")
 	modDir := fs.String("moddir", defaultModDir(), "directory of the Go module (tools/k8s) whose k8s.io/kubernetes requirement gives swagger.json")
-	crdModule := fs.String("crd-module", defaultCRDModule, "module@version whose zip carries CRD YAMLs (empty: none)")
-	crdFiles := fs.String("crd-module-files", defaultCRDFiles, "comma-separated CRD YAML paths inside -crd-module")
-	var crds stringList
+	var crdModules, crds stringList
+	fs.Var(&crdModules, "crd-module", "module@version:file,file: CRD YAMLs inside a module's zip (repeatable; default: the prometheus-operator and Gateway API ones; \"none\": none)")
 	fs.Var(&crds, "crd", "extra CRD YAML file (repeatable)")
 	force := fs.Bool("force", false, "regenerate even if the stamp matches")
 	if err := fs.Parse(args); err != nil {
@@ -99,22 +103,32 @@ func run(args []string, stdout io.Writer) error {
 	}
 	var crdPaths []string
 	var skipped []string // "Kind: reason"
-	if *crdModule != "" {
-		dir, err := moduleDir(*modDir, *crdModule)
+	if len(crdModules) == 0 {
+		crdModules = defaultCRDModules
+	}
+	for _, spec := range crdModules {
+		if spec == "none" {
+			continue
+		}
+		mod, files, ok := strings.Cut(spec, ":")
+		if !ok {
+			return fmt.Errorf("-crd-module %q: want module@version:file,file", spec)
+		}
+		dir, err := moduleDir(*modDir, mod)
 		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("CRDs of %s: module not available: %v", *crdModule, err))
-		} else {
-			for _, f := range strings.Split(*crdFiles, ",") {
-				if f = strings.TrimSpace(f); f == "" {
-					continue
-				}
-				p := filepath.Join(dir, filepath.FromSlash(f))
-				if _, err := os.Stat(p); err != nil {
-					skipped = append(skipped, fmt.Sprintf("%s: not in %s", f, *crdModule))
-					continue
-				}
-				crdPaths = append(crdPaths, p)
+			skipped = append(skipped, fmt.Sprintf("CRDs of %s: module not available: %v", mod, err))
+			continue
+		}
+		for _, f := range strings.Split(files, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
 			}
+			p := filepath.Join(dir, filepath.FromSlash(f))
+			if _, err := os.Stat(p); err != nil {
+				skipped = append(skipped, fmt.Sprintf("%s: not in %s", f, mod))
+				continue
+			}
+			crdPaths = append(crdPaths, p)
 		}
 	}
 	crdPaths = append(crdPaths, crds...)

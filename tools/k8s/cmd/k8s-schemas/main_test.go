@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -184,7 +185,7 @@ func TestRunWritesLayoutAndStamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "out")
-	args := []string{"-out", out, "-swagger", sw, "-crd-module", "", "-crd", crd}
+	args := []string{"-out", out, "-swagger", sw, "-crd-module", "none", "-crd", crd}
 	var buf bytes.Buffer
 	if err := run(args, &buf); err != nil {
 		t.Fatal(err)
@@ -203,5 +204,44 @@ func TestRunWritesLayoutAndStamp(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "up to date") {
 		t.Errorf("second run: %q", buf.String())
+	}
+}
+
+// The test cluster installs the Gateway API CRDs whose HTTPRoute schema the
+// chart is validated against: one version for both.
+func TestGatewayAPIVersionIsTheTestClusters(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "cluster-test.d", "lib", "gateway.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^GATEWAY_API_VERSION=(v[0-9.]+)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("lib/gateway.sh sets no GATEWAY_API_VERSION")
+	}
+	want := "sigs.k8s.io/gateway-api@" + string(m[1]) + ":"
+	for _, spec := range defaultCRDModules {
+		if strings.HasPrefix(spec, "sigs.k8s.io/gateway-api@") && !strings.HasPrefix(spec, want) {
+			t.Errorf("k8s-schemas validates against %s; the test cluster installs Gateway API %s", spec, m[1])
+		}
+	}
+}
+
+// The Traefik the test cluster runs reports the version of the module it is
+// built from (build.sh stamps it; the scenario names it).
+func TestTraefikStampIsItsModule(t *testing.T) {
+	gomod, err := os.ReadFile(filepath.Join("..", "..", "traefik", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*github.com/traefik/traefik/v3 (v[0-9.]+)`).FindSubmatch(gomod)
+	if m == nil {
+		t.Fatal("tools/k8s/traefik/go.mod requires no github.com/traefik/traefik/v3")
+	}
+	build, err := os.ReadFile(filepath.Join("..", "..", "build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stamp := "pkg/version.Version=" + strings.TrimPrefix(string(m[1]), "v") + `"`; !strings.Contains(string(build), stamp) {
+		t.Errorf("build.sh does not stamp Traefik %s (want %s)", m[1], stamp)
 	}
 }

@@ -1,6 +1,6 @@
 // Command prom-check asks a real Prometheus whether plantstore's dashboard
 // and rules work on the data it scraped: the test cluster's Prometheus
-// scenario (tools/k8s/cluster-test.d/60-prometheus.sh) runs it against the
+// scenario (tools/k8s/cluster-test.d/35-prometheus.sh) runs it against the
 // Prometheus the Prometheus Operator made from the chart's ServiceMonitor
 // and PrometheusRule.
 //

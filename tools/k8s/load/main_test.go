@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +72,39 @@ func runAgainst(t *testing.T, h http.Handler) Summary {
 		url: srv.URL, token: "tok", rate: 400, duration: 500 * time.Millisecond,
 		timeout: 2 * time.Second, verifyFor: 5 * time.Second, maxInFlight: 100,
 	})
+}
+
+// Through TLS, as through a Gateway's HTTPS listener: the server's CA from
+// -ca-file is trusted, and without it nothing is acknowledged.
+func TestRunOverTLS(t *testing.T) {
+	srv := httptest.NewTLSServer(&fakeStore{plants: map[int64]string{}})
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	roots, err := readRoots(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := options{url: srv.URL, token: "tok", rate: 200, duration: 300 * time.Millisecond,
+		timeout: 2 * time.Second, verifyFor: 5 * time.Second, maxInFlight: 100, roots: roots}
+	if s := run(context.Background(), o); s.Sent == 0 || s.Codes[200] != s.Sent || s.Verified != s.Acknowledged {
+		t.Fatalf("with the CA: sent %d, codes %v, verified %d of %d", s.Sent, s.Codes, s.Verified, s.Acknowledged)
+	}
+	o.roots = nil
+	if s := run(context.Background(), o); s.Acknowledged != 0 || s.TransportErrors != s.Sent {
+		t.Fatalf("without the CA: acknowledged %d, transport errors %d of %d", s.Acknowledged, s.TransportErrors, s.Sent)
+	}
+	if _, err := readRoots(filepath.Join(t.TempDir(), "missing.pem")); err == nil {
+		t.Error("a missing CA file was read")
+	}
+	if err := os.WriteFile(ca, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRoots(ca); err == nil {
+		t.Error("a file without PEM was taken for a CA")
+	}
 }
 
 func TestRunCountsAndVerifies(t *testing.T) {
@@ -207,6 +242,9 @@ func TestRunCountsTransportErrors(t *testing.T) {
 	if s.TransportErrors != s.Sent || s.Sent == 0 || len(s.ErrorSamples) == 0 || s.Acknowledged != 0 {
 		t.Fatalf("sent %d, transport errors %d, samples %v", s.Sent, s.TransportErrors, s.ErrorSamples)
 	}
+	if s.FirstTransportError != s.Start || s.LastTransportError != s.End {
+		t.Errorf("transport errors from %d to %d, want the whole run, %d to %d", s.FirstTransportError, s.LastTransportError, s.Start, s.End)
+	}
 }
 
 // TestRunResendsOnIdleClose: a kept-alive connection closed unanswered, as
@@ -261,6 +299,36 @@ func TestFirstToken(t *testing.T) {
 // TestScenariosReadSummaryFields: every field the cluster scenarios read
 // from a load's summary (jq on "$s" in cluster-test.sh and
 // cluster-test.d/*.sh) is one the summary has.
+// A Gateway's own answers (502, 504) are counted and sampled with the time
+// they were sent, so a failed run says when in its disruption they fell.
+func TestRunSamplesUnexpectedAnswers(t *testing.T) {
+	store := &fakeStore{plants: map[int64]string{}}
+	var n atomic.Int64
+	s := runAgainst(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1)%20 == 0 {
+			http.Error(w, "Bad Gateway", http.StatusBadGateway)
+			return
+		}
+		store.ServeHTTP(w, r)
+	}))
+	if s.Codes[502] == 0 || len(s.AnswerSamples) != min(s.Codes[502], 5) {
+		t.Fatalf("codes %v, samples %q", s.Codes, s.AnswerSamples)
+	}
+	sample := regexp.MustCompile(`^502 sent=(\d{13}) after=\d+ms "Bad Gateway"$`)
+	for _, a := range s.AnswerSamples {
+		m := sample.FindStringSubmatch(a)
+		if m == nil {
+			t.Fatalf("sample %q, want %v", a, sample)
+		}
+		if at, _ := strconv.ParseInt(m[1], 10, 64); at < s.Start || at > s.End {
+			t.Errorf("sample %q sent outside the run [%d, %d]", a, s.Start, s.End)
+		}
+	}
+	if s.Verified != s.Acknowledged || s.Acknowledged != s.Codes[200] {
+		t.Errorf("acknowledged %d, verified %d, codes %v", s.Acknowledged, s.Verified, s.Codes)
+	}
+}
+
 func TestScenariosReadSummaryFields(t *testing.T) {
 	b, err := json.Marshal(Summary{})
 	if err != nil {
@@ -270,8 +338,8 @@ func TestScenariosReadSummaryFields(t *testing.T) {
 	if err := json.Unmarshal(b, &fields); err != nil {
 		t.Fatal(err)
 	}
-	scripts, _ := filepath.Glob("../../cluster-test.d/*.sh")
-	scripts = append(scripts, "../../cluster-test.sh")
+	scripts, _ := filepath.Glob("../cluster-test.d/*.sh")
+	scripts = append(scripts, "../cluster-test.sh")
 	// ".Name" in a filter, or "Name" as a key of an object it builds.
 	name := regexp.MustCompile(`\.([A-Z][A-Za-z0-9]*)|[{,] *([A-Z][A-Za-z0-9]*) *[,:}]`)
 	read := 0
@@ -294,5 +362,136 @@ func TestScenariosReadSummaryFields(t *testing.T) {
 	}
 	if read < 15 {
 		t.Fatalf("found %d reads of the summary in %v; has the harness moved?", read, scripts)
+	}
+}
+
+// fakeSubscriber answers /missing as k8s-webhook-receiver does, from the ids
+// announced to it.
+type fakeSubscriber struct {
+	mu        sync.Mutex
+	announced map[int64]bool
+}
+
+func (f *fakeSubscriber) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/missing" {
+		http.NotFound(w, r)
+		return
+	}
+	var ids []int64
+	if err := json.NewDecoder(r.Body).Decode(&ids); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	missing := []int64{}
+	for _, id := range ids {
+		if !f.announced[id] {
+			missing = append(missing, id)
+		}
+	}
+	_ = json.NewEncoder(w).Encode(missing)
+}
+
+func TestRunLooksForEveryAcknowledgedPlantsEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		skip    func(n int) bool // the nth create's event never sent
+		path    string           // of the subscriber's URL
+		retries int
+		missing bool
+		broken  bool
+	}{
+		{name: "every event delivered", skip: func(int) bool { return false }},
+		{name: "every event delivered, creates through the generated client", skip: func(int) bool { return false }, retries: 3},
+		{name: "every 7th event lost", skip: func(n int) bool { return n%7 == 0 }, missing: true},
+		{name: "no subscriber there", skip: func(int) bool { return false }, path: "/nothing", missing: true, broken: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sub := &fakeSubscriber{announced: map[int64]bool{}}
+			subSrv := httptest.NewServer(sub)
+			defer subSrv.Close()
+			var n atomic.Int64
+			skipped := map[int64]bool{}
+			store := &fakeStore{plants: map[int64]string{}, forget: func(id int64) bool {
+				sub.mu.Lock()
+				defer sub.mu.Unlock()
+				if tc.skip(int(n.Add(1))) {
+					skipped[id] = true
+				} else {
+					sub.announced[id] = true
+				}
+				return false
+			}}
+			srv := httptest.NewServer(store)
+			defer srv.Close()
+			s := run(context.Background(), options{
+				url: srv.URL, token: "tok", rate: 400, duration: 300 * time.Millisecond,
+				timeout: 2 * time.Second, verifyFor: time.Second, maxInFlight: 100, eventsURL: subSrv.URL + tc.path,
+				retries: tc.retries,
+			})
+			if s.Acknowledged == 0 || s.EventsChecked != s.Acknowledged {
+				t.Fatalf("acknowledged %d, events checked %d", s.Acknowledged, s.EventsChecked)
+			}
+			if (s.EventsError != "") != tc.broken {
+				t.Errorf("events error %q", s.EventsError)
+			}
+			switch {
+			case !tc.missing && s.EventsMissing != 0:
+				t.Errorf("%d events missing, want none", s.EventsMissing)
+			case tc.missing && !tc.broken && s.EventsMissing != len(skipped):
+				t.Errorf("%d events missing, want the %d never announced", s.EventsMissing, len(skipped))
+			case tc.broken && s.EventsMissing != s.Acknowledged:
+				t.Errorf("%d events missing with no subscriber to ask, want all %d", s.EventsMissing, s.Acknowledged)
+			}
+			for _, id := range s.EventsMissingSample {
+				if !tc.broken && !skipped[id] {
+					t.Errorf("id %d reported missing but announced", id)
+				}
+			}
+		})
+	}
+}
+
+// TestRunThroughTheGeneratedClient: with -retries the creates go through
+// api/client, which retries a 503 with the same body: what its caller sees
+// is the answer after the retries. Without, every 503 is counted as sent.
+func TestRunThroughTheGeneratedClient(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		retries int
+		want    int // the status every create ends with
+	}{
+		{"plain HTTP: the first answer", 0, http.StatusServiceUnavailable},
+		{"the generated client, 3 attempts", 3, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := &fakeStore{plants: map[int64]string{}}
+			var mu sync.Mutex
+			tried := map[string]bool{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				key := r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				first := !tried[key]
+				tried[key] = true
+				mu.Unlock()
+				if first && r.Header.Get("Authorization") == "Bearer tok" {
+					w.WriteHeader(http.StatusServiceUnavailable) // no Retry-After: the client's backoff
+					return
+				}
+				store.ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			s := run(context.Background(), options{
+				url: srv.URL, token: "tok", rate: 200, duration: 300 * time.Millisecond,
+				timeout: 2 * time.Second, verifyFor: 5 * time.Second, maxInFlight: 100, retries: tc.retries,
+			})
+			if s.Sent == 0 || s.Codes[tc.want] != s.Sent || s.TransportErrors != 0 {
+				t.Fatalf("sent %d, codes %v, transport errors %d %v; want every one %d", s.Sent, s.Codes, s.TransportErrors, s.ErrorSamples, tc.want)
+			}
+			if tc.want == http.StatusOK && (s.Verified != s.Sent || len(s.Lost) != 0) {
+				t.Errorf("verified %d of %d, lost %v", s.Verified, s.Sent, s.Lost)
+			}
+		})
 	}
 }

@@ -45,7 +45,7 @@ prom_t0=$SECONDS
 
 stage "Prometheus Operator $OP_VERSION: CRDs, RBAC and Deployment from its module"
 # Server-side: the CRDs are too large for the last-applied annotation, and
-# 30-values.sh may have created two of them already.
+# 17-values.sh may have created two of them already.
 kubectl apply --server-side --force-conflicts -f "$OP_DIR/example/prometheus-operator-crd/" >/dev/null
 kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 restricted_ns "$PROM_NS"
@@ -74,7 +74,7 @@ REDIS_MAXMEMORY=128mb REDIS_MAXMEMORY_BYTES=$((128 << 20))
 # Two clients: the load's, unlimited (the first raw token, which k8s-load
 # uses), and one held to 1 request a second, so that the dashboard's
 # rate-limit panel has 429s to show.
-load_token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n') limited_token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+load_token=$(hex 16) limited_token=$(hex 16)
 # The webhook subscriber is a ClusterIP: allowed explicitly.
 whsec=whsec_$(head -c 24 /dev/urandom | base64)
 t=$SECONDS
@@ -277,6 +277,58 @@ else
 fi
 figures "prometheus-redis target_up=$redis_up used_bytes=$used maxmemory_bytes=$maxmem aof_bytes=$aof_bytes aof_last_rewrite_s=$rewrite_s aof_rewrite_ok=$rewrite_ok replicas=$replicas lag_s=$lag_s lag_bytes=$lag_bytes"
 
+# full_store: the store filled up (contract section 12), run by the outage
+# watcher below once Redis is back, while the unavailability alert resolves:
+# Redis's maxmemory lowered to just above what it uses, then creates at
+# 50/s until PlantstoreStoreFull fires: creates answer 507 50701, a read, a
+# list and a delete of an existing plant still work, nothing restarts.
+# Writes key=value lines to $full_file for prometheus_outage to judge.
+full_file=$CLUSTER_DIR/prometheus-full
+full_store() {
+  local redis=(kubectl exec -n "$APP_NS" "$REL-redis-0" -c redis -- redis-cli -h 127.0.0.1 --raw) ip token used t st fired=0 s i
+  local restarts_before restarts_after get list del
+  restarts() { kubectl get pods -n "$APP_NS" -l "app.kubernetes.io/instance=$REL" -o jsonpath='{range .items[*]}{.metadata.name}={.status.containerStatuses[*].restartCount} {end}'; }
+  ip=$(kubectl get svc -n "$APP_NS" "$REL" -o jsonpath='{.spec.clusterIP}')
+  token=$(api_token "$APP_NS")
+  # A plant stored before it fills, to read, list and delete while full
+  # (Redis has just come back: the first creates may still answer 503).
+  for _ in $(seq 30); do
+    [[ $(node_plant "$APP_NS" POST 424242) == 200 ]] && break
+    sleep 1
+  done
+  restarts_before=$(restarts)
+  used=$("${redis[@]}" info memory | tr -d '\r' | sed -n 's/^used_memory://p')
+  "${redis[@]}" config set maxmemory $((used + 262144)) >/dev/null
+  RATE=50 load_start "$APP_NS" load-full 100
+  t=$(ms)
+  # A create of its own while the load fills the store, new ids until one
+  # is refused: the answer a client gets. (After the load, its connections'
+  # buffers freed leave room for more plants than a few tries.)
+  for i in $(seq 60); do
+    full_body=$(node_curl -H "Authorization: Bearer $token" -H 'Content-Type: application/json' -X POST "http://$ip:8080/plants" -d "{\"id\": $((424242 + i)), \"name\": \"one too many\"}")
+    [[ $(jq -r .error <<<"$full_body" 2>/dev/null) == 50701 ]] && break
+    sleep 0.5
+  done
+  while (($(ms) - t < 150000)); do
+    st=$(papi /api/v1/alerts | jq -r '[.data.alerts[]? | select(.labels.alertname == "PlantstoreStoreFull") | .state] | if any(. == "firing") then "firing" else "" end')
+    [[ $st == firing ]] && { fired=$(($(ms) - t)); break; }
+    sleep 2
+  done
+  get=$(node_curl -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://$ip:8080/plants/424242")
+  list=$(node_curl -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" "http://$ip:8080/plants?limit=5")
+  del=$(node_curl -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" -X DELETE "http://$ip:8080/plants/424242")
+  s=$(load_result "$APP_NS" load-full) || s='{}'
+  "${redis[@]}" config set maxmemory "$REDIS_MAXMEMORY_BYTES" >/dev/null
+  restarts_after=$(restarts)
+  {
+    echo "fired_ms=$fired"
+    echo "get=$get list=$list delete=$del"
+    echo "full_body=$(jq -c . <<<"$full_body" 2>/dev/null || echo "$full_body")"
+    echo "codes=$(jq -c .Codes <<<"$s") acknowledged=$(jq .Acknowledged <<<"$s") verified=$(jq .Verified <<<"$s") lost=$(jq '.Lost | length' <<<"$s") transport_errors=$(jq .TransportErrors <<<"$s")"
+    echo "restarts_before=[$restarts_before] restarts_after=[$restarts_after]"
+  } >"$full_file"
+}
+
 stage "Redis down under load: PlantstoreStoreUnavailable pending -> firing -> resolved (watched in the background)"
 alert=PlantstoreStoreUnavailable
 # Its `for`, read from the rules (minutes), in seconds.
@@ -309,6 +361,7 @@ outage_file=$CLUSTER_DIR/prometheus-outage
   t_ready=$(ms)
   kubectl delete pod -n "$APP_NS" load-outage --wait=false >/dev/null
   echo "$t_pending $t_firing $t_up $t_ready 0" >"$outage_file"
+  full_store >"$CLUSTER_DIR/logs/prometheus-full.log" 2>&1 || true
   while (($(ms) - t_ready < 420000)); do
     [[ $(alert_state) == inactive ]] && { t_resolved=$(ms); break; }
     sleep 2
@@ -352,6 +405,22 @@ prometheus_outage() {
     pass "main panels drawn from the real Prometheus data: $PNG ($(stat -c %s "$PNG") bytes)"
   else
     fail "dashboard-png: $(tail -n 3 "$CLUSTER_DIR/logs/dashboard-png.log")"
+  fi
+
+  # The full store, filled while the outage alert resolved.
+  local fired get list del codes body before after
+  fired=$(sed -n 's/^fired_ms=//p' "$full_file" 2>/dev/null)
+  read -r get list del <<<"$(sed -n 's/^get=\([0-9]*\) list=\([0-9]*\) delete=\([0-9]*\)$/\1 \2 \3/p' "$full_file" 2>/dev/null)"
+  codes=$(sed -n 's/^codes=\([^ ]*\) .*/\1/p' "$full_file" 2>/dev/null)
+  body=$(sed -n 's/^full_body=//p' "$full_file" 2>/dev/null)
+  before=$(sed -n 's/^restarts_before=\[\(.*\)\] restarts_after=.*/\1/p' "$full_file" 2>/dev/null)
+  after=$(sed -n 's/.* restarts_after=\[\(.*\)\]$/\1/p' "$full_file" 2>/dev/null)
+  figures "prometheus-full-store $(tr '\n' ' ' <"$full_file" 2>/dev/null)"
+  if [[ ${fired:-0} -gt 0 && $get == 200 && $list == 200 && $del == 204 && $(jq -r .error <<<"$body" 2>/dev/null) == 50701 && -n $before && $before == "$after" ]] &&
+    grep -q 'lost=0 transport_errors=0' "$full_file" && jq -e 'has("507") and (keys - ["200", "507"] | length == 0)' <<<"${codes:-null}" >/dev/null; then
+    pass "store full (maxmemory lowered under load): creates answered 507 50701 ($codes), PlantstoreStoreFull firing ${fired}ms after the load began; a read, a list and a delete of a stored plant 200, 200, 204; every acknowledged plant stored; no container restarted"
+  else
+    fail "full store: $(tr '\n' ' ' <"$full_file" 2>/dev/null || echo "no result (the watcher did not get there)")"
   fi
 
   # It resolves only when its 5-minute rate window no longer holds a 503.

@@ -4,7 +4,10 @@
 // take (vegeta's attacker and constant pacer), so that a slow or missing
 // replica shows as errors rather than as a slower load. It classifies every
 // answer, checks afterwards that every acknowledged plant is stored, and
-// prints one JSON summary line.
+// prints one JSON summary line. With -retries it sends through the
+// service's generated Go client instead, and counts what a caller of that
+// client sees after its retries; with -events-url it also asks the webhook
+// subscriber whether every acknowledged plant's plant.created arrived.
 //
 //	k8s-load -url http://plantstore:8080 -token-file /etc/load/tokens -rate 250 -duration 60s
 //
@@ -15,8 +18,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
 	"flag"
@@ -31,6 +37,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	plantclient "github.com/plantstore/plantstore/api/client"
+
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -43,6 +51,9 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Second, "deadline of one request")
 	flag.IntVar(&o.maxInFlight, "max-in-flight", 1000, "requests in flight at most; a slot falling due beyond it counts as a generator stall")
 	flag.DurationVar(&o.verifyFor, "verify-for", 60*time.Second, "how long the check of acknowledged plants may take")
+	flag.IntVar(&o.retries, "retries", 0, "send each create through the generated Go client (api/client) with this many attempts in all: retried after a 503, a 429 with Retry-After or a connection error, as that client does, each attempt bounded by -timeout; 0: plain HTTP, one attempt, every answer as the server gave it")
+	flag.StringVar(&o.caFile, "ca-file", "", "PEM certificates to trust for an https -url (a Gateway's CA), instead of the system's")
+	flag.StringVar(&o.eventsURL, "events-url", "", "base URL of a k8s-webhook-receiver the release delivers to: then every acknowledged plant's plant.created must arrive there (within -verify-for)")
 	flag.Parse()
 	if o.url == "" || o.tokenFile == "" || o.rate <= 0 || o.duration <= 0 || o.maxInFlight <= 0 {
 		fmt.Fprintln(os.Stderr, "k8s-load: -url, -token-file, a positive -rate, -duration and -max-in-flight are required")
@@ -54,16 +65,47 @@ func main() {
 		os.Exit(2)
 	}
 	o.token = token
+	if o.caFile != "" {
+		if o.roots, err = readRoots(o.caFile); err != nil {
+			fmt.Fprintln(os.Stderr, "k8s-load:", err)
+			os.Exit(2)
+		}
+	}
+	if o.retries < 0 {
+		fmt.Fprintln(os.Stderr, "k8s-load: -retries must be 0 or more")
+		os.Exit(2)
+	}
+	if _, err := plantclient.New(o.url, o.token); o.retries > 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "k8s-load:", err)
+		os.Exit(2)
+	}
 	s := run(context.Background(), o)
 	_ = json.NewEncoder(os.Stdout).Encode(s)
 }
 
 type options struct {
 	url, tokenFile, token string
+	caFile                string
+	roots                 *x509.CertPool // from caFile; nil: the system's
+	eventsURL             string
 	rate                  float64
 	duration, timeout     time.Duration
 	verifyFor             time.Duration
 	maxInFlight           int
+	retries               int
+}
+
+// readRoots is a pool of the PEM certificates in a file.
+func readRoots(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("%s: no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // firstToken is the first raw token of a tokens file: comments, blank lines
@@ -97,6 +139,12 @@ type Summary struct {
 	// EOF, timed out. ErrorSamples holds the first few.
 	TransportErrors int
 	ErrorSamples    []string
+	// FirstTransportError and LastTransportError are when the first and
+	// the last of them were sent (Unix ms); 0 when none.
+	FirstTransportError, LastTransportError int64
+	// AnswerSamples are the first few answers other than 200 and 503 (a
+	// Gateway's 502 or 504, say): status, when sent, how long, body.
+	AnswerSamples []string
 	// Unavailable are the 503s; NoRetryAfter those of them without Retry-After.
 	Unavailable       int
 	NoRetryAfter      int
@@ -118,11 +166,35 @@ type Summary struct {
 	// a 200 that named no plant this run created, or a check that got no
 	// clear answer within -verify-for.
 	Unverifiable int
+	// With -events-url: the acknowledged plants whose plant.created was
+	// looked for at the subscriber, and those of them it never received
+	// within -verify-for (EventsMissing, the first few in
+	// EventsMissingSample); EventsError when it could not be asked.
+	EventsChecked       int
+	EventsMissing       int
+	EventsMissingSample []int64
+	EventsError         string
 }
 
 func run(ctx context.Context, o options) Summary {
-	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second}
+	// The generated client's transport (a connect timeout, HTTP/2 health
+	// checks), plain or not: a caller without retries is still one that
+	// leaves a connection whose peer vanished, through a Gateway too.
+	tr := plantclient.NewTransport()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
+	tr.TLSClientConfig = &tls.Config{RootCAs: o.roots, MinVersion: tls.VersionTLS12}
 	client := &http.Client{Transport: tr, Timeout: o.timeout}
+	if o.retries > 0 {
+		// What a caller of the generated client sees: the last answer after
+		// its retries, or its error. Each attempt keeps -timeout; the whole
+		// call gets room for every attempt and the waits between them.
+		ps, err := plantclient.New(o.url, o.token, plantclient.WithRetries(o.retries),
+			plantclient.WithHTTPDoer(&http.Client{Transport: tr, Timeout: o.timeout}))
+		if err != nil {
+			panic(err) // main checked the URL and the token
+		}
+		client = &http.Client{Transport: doerTransport{ps.Doer()}, Timeout: time.Duration(o.retries) * (o.timeout + 10*time.Second)}
+	}
 	base := idBase()
 	var next atomic.Int64
 	targeter := func(t *vegeta.Target) error {
@@ -155,6 +227,10 @@ func run(ctx context.Context, o options) Summary {
 		busy = append(busy, window{r.Timestamp, r.End()})
 		if r.Code == 0 { // vegeta's mark of a request without an HTTP answer
 			s.TransportErrors++
+			if s.FirstTransportError == 0 || ms < s.FirstTransportError {
+				s.FirstTransportError = ms
+			}
+			s.LastTransportError = max(s.LastTransportError, ms)
 			if len(s.ErrorSamples) < 5 {
 				s.ErrorSamples = append(s.ErrorSamples, r.Error)
 			}
@@ -187,6 +263,10 @@ func run(ctx context.Context, o options) Summary {
 			if ms > last503 {
 				last503 = ms
 			}
+		default:
+			if len(s.AnswerSamples) < 5 {
+				s.AnswerSamples = append(s.AnswerSamples, answerSample(r))
+			}
 		}
 	}
 	s.Stalls = stalls(busy, began, interval, int(o.duration/interval), o.maxInFlight)
@@ -203,8 +283,71 @@ func run(ctx context.Context, o options) Summary {
 	}
 	verified, lost, unclear := verify(ctx, client, o, acked)
 	s.Verified, s.Lost, s.Unverifiable = verified, lost, s.Unverifiable+unclear
+	if o.eventsURL != "" {
+		// Plain HTTP: the subscriber is not the service (the generated
+		// client would not send there).
+		missing, err := missingEvents(ctx, &http.Client{Transport: tr, Timeout: o.timeout}, o, acked)
+		s.EventsChecked, s.EventsMissing = len(acked), len(missing)
+		s.EventsMissingSample = missing[:min(len(missing), 5)]
+		if err != nil {
+			s.EventsError = err.Error()
+		}
+	}
 	return s
 }
+
+// answerSample says what a reader needs to place an unexpected answer: its
+// status, when it was sent (Unix ms, to set beside the disruption's
+// timeline), how long it took and the start of its body.
+func answerSample(r *vegeta.Result) string {
+	body := r.Body
+	if len(body) > 120 {
+		body = body[:120]
+	}
+	return fmt.Sprintf("%d sent=%d after=%dms %q", r.Code, r.Timestamp.UnixMilli(), r.Latency.Milliseconds(), bytes.TrimSpace(body))
+}
+
+// missingEvents asks the subscriber which of ids it never received a
+// plant.created for, again until none is missing or -verify-for has passed
+// (deliveries trail the answers: the outbox sends them after the create).
+func missingEvents(ctx context.Context, client *http.Client, o options, ids []int64) ([]int64, error) {
+	deadline := time.Now().Add(o.verifyFor)
+	missing := ids
+	for {
+		body, err := json.Marshal(missing)
+		if err != nil {
+			return missing, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.eventsURL+"/missing", bytes.NewReader(body))
+		if err != nil {
+			return missing, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		var still []int64
+		resp, err := client.Do(req)
+		if err == nil {
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("POST %s/missing: %s", o.eventsURL, resp.Status)
+			} else {
+				err = json.NewDecoder(resp.Body).Decode(&still)
+			}
+			resp.Body.Close()
+		}
+		if err == nil {
+			missing = still
+		}
+		if len(missing) == 0 || !time.Now().Before(deadline) {
+			sort.Slice(missing, func(i, j int) bool { return missing[i] < missing[j] })
+			return missing, err
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// doerTransport sends through the generated client's HTTP layer.
+type doerTransport struct{ doer plantclient.HttpRequestDoer }
+
+func (t doerTransport) RoundTrip(req *http.Request) (*http.Response, error) { return t.doer.Do(req) }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

@@ -1,43 +1,11 @@
 # shellcheck shell=bash
-# The chart's other value sets install and become Ready.
+# The HPA of ci/full-values.yaml, as 17-values.sh installed it, scales on
+# metrics-server's resource metrics under load.
 # Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
-
-stage "values-dev.yaml and ci/full-values.yaml"
-# full-values.yaml creates a ServiceMonitor and a PrometheusRule: their CRDs
-# come from the prometheus-operator module, as validate.sh makes them.
-(cd "$TOOLS_MOD" && go run ./cmd/k8s-schemas -out "$CLUSTER_DIR/schemas" -moddir "$TOOLS_MOD" -kubernetes-version 1.31.0) >"$CLUSTER_DIR/logs/schemas.log" 2>&1 || true
-if compgen -G "$CLUSTER_DIR/schemas/crds/*.yaml" >/dev/null; then
-  kubectl create -f "$CLUSTER_DIR/schemas/crds/" >/dev/null && kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
-fi
-# Both installs at once: each waits mostly on its pods' readiness.
-declare -A values_pid
-for v in values-dev.yaml ci/full-values.yaml; do
-  ns=vs-$(basename "$v" .yaml)
-  restricted_ns "$ns"
-  (
-    t=$SECONDS
-    helm install "$REL" "$CHART" -n "$ns" -f "$CHART/$v" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" \
-      "${LOCAL_IMAGES[@]}" --wait --timeout 240s >"$CLUSTER_DIR/logs/install-$ns.log" 2>&1
-    rc=$?
-    echo $((SECONDS - t)) >"$CLUSTER_DIR/logs/install-$ns.seconds"
-    exit $rc
-  ) &
-  values_pid[$v]=$!
-done
-for v in values-dev.yaml ci/full-values.yaml; do
-  ns=vs-$(basename "$v" .yaml)
-  if wait "${values_pid[$v]}"; then
-    t=$(cat "$CLUSTER_DIR/logs/install-$ns.seconds")
-    pods=$(kubectl get pods -n "$ns" --no-headers | awk '{print $1"="$2}' | tr '\n' ' ')
-    pass "helm install -f $v: Ready in ${t}s ($pods)"
-    figures "values-$(basename "$v" .yaml) ready_seconds=$t pods=[${pods% }]"
-  else
-    fail "helm install -f $v"; tail -n 20 "$CLUSTER_DIR/logs/install-$ns.log"; kubectl get pods -n "$ns" -o wide
-  fi
-done
 
 stage "the HPA of ci/full-values.yaml on resource metrics (metrics-server on the node)"
 ns=vs-full-values
+kubectl get deployment -n "$ns" "$REL" >/dev/null 2>&1 || fail "no release in $ns: 17-values.sh installs it (CLUSTER_SCENARIOS must take both)"
 hpa_util() { kubectl get hpa -n "$ns" "$REL" -o jsonpath='{.status.currentMetrics[0].resource.current.averageUtilization}' 2>/dev/null; }
 t=$SECONDS
 until [[ -n $(hpa_util) ]] || ((SECONDS - t > 120)); do sleep 2; done

@@ -1,0 +1,41 @@
+# shellcheck shell=bash
+# runs beside the next scenario (two Helm installs in namespaces of their
+# own, no load: see beside in cluster-test.sh).
+# The chart's other value sets install and become Ready; 30-hpa.sh then
+# scales ci/full-values.yaml's HPA under load.
+# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
+
+stage "values-dev.yaml and ci/full-values.yaml"
+# full-values.yaml creates a ServiceMonitor and a PrometheusRule: their CRDs
+# come from the prometheus-operator module, as validate.sh makes them.
+(cd "$TOOLS_MOD" && go run ./cmd/k8s-schemas -out "$CLUSTER_DIR/schemas" -moddir "$TOOLS_MOD" -kubernetes-version 1.31.0) >"$CLUSTER_DIR/logs/schemas.log" 2>&1 || true
+if compgen -G "$CLUSTER_DIR/schemas/crds/*.yaml" >/dev/null; then
+  kubectl create -f "$CLUSTER_DIR/schemas/crds/" >/dev/null && kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
+fi
+# Both installs at once: each waits mostly on its pods' readiness.
+declare -A values_pid
+for v in values-dev.yaml ci/full-values.yaml; do
+  ns=vs-$(basename "$v" .yaml)
+  restricted_ns "$ns"
+  (
+    t=$SECONDS
+    helm install "$REL" "$CHART" -n "$ns" -f "$CHART/$v" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" \
+      "${LOCAL_IMAGES[@]}" --wait --timeout 240s >"$CLUSTER_DIR/logs/install-$ns.log" 2>&1
+    rc=$?
+    echo $((SECONDS - t)) >"$CLUSTER_DIR/logs/install-$ns.seconds"
+    exit $rc
+  ) &
+  values_pid[$v]=$!
+done
+for v in values-dev.yaml ci/full-values.yaml; do
+  ns=vs-$(basename "$v" .yaml)
+  if wait "${values_pid[$v]}"; then
+    t=$(cat "$CLUSTER_DIR/logs/install-$ns.seconds")
+    pods=$(kubectl get pods -n "$ns" --no-headers | awk '{print $1"="$2}' | tr '\n' ' ')
+    pass "helm install -f $v: Ready in ${t}s ($pods)"
+    figures "values-$(basename "$v" .yaml) ready_seconds=$t pods=[${pods% }]"
+  else
+    fail "helm install -f $v"; tail -n 20 "$CLUSTER_DIR/logs/install-$ns.log"; kubectl get pods -n "$ns" -o wide
+  fi
+done
+
