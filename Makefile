@@ -27,7 +27,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check test test-short test-binary test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server clean
+.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ help: ## list the targets
 build: ## build the release binary into bin/
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/plantstore
 
-run: build ## run the service on the embedded store with a generated token (prints it and a curl line)
+run: build ## run the service on the embedded store with a generated token (prints it, a curl line and the reference page's URL)
 	./$(BIN) --dev $(RUN_FLAGS)
 
 # Generated files, each from its source of truth: the Go client from
@@ -50,7 +50,7 @@ generate: generate-dashboard chart-docs ## regenerate every generated file: the 
 	$(MAKE) generate-docs
 
 generate-docs: redis-server
-	$(GO) test -count=1 -run 'Doc$$' ./internal/config ./internal/kubesecret ./internal/app ./internal/apierror ./internal/docgen -update
+	$(GO) test -count=1 -run 'Doc$$' ./internal/config ./internal/kubesecret ./internal/app ./internal/apierror ./internal/docgen ./internal/docspage -update
 	cd tools && $(GO) test -count=1 ./openapi -run '^TestAPIDoc$$' -update
 
 generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates
@@ -65,6 +65,22 @@ dashboard-check: ## fail, with a diff, when the chart's grafana-dashboard.json i
 chart-docs: ## regenerate the values table of charts/plantstore/README.md, and values.schema.json's descriptions, from the comments of values.yaml (helm-docs)
 	GO=$(GO) tools/helmdocs/chart-docs.sh
 
+# The renderer of the API reference page (GET /docs), vendored from its npm
+# package into internal/docspage/assets and embedded in the binary: no CDN,
+# so a cluster without internet shows the same page. The manifest there pins
+# it (version, npm integrity, each file's SHA-256); npm fetches the tarball
+# from the registry it is configured with, and docspage checks it against the
+# integrity the registry publishes before writing anything.
+docs-page-update: ## vendor the reference page's renderer again from npm: the manifest's version, or DOCS_PAGE_VERSION=x.y.z|latest (needs npm); rewrites the manifest and the docs' pinned facts
+	cd tools && $(GO) run ./docspage -root .. update $(if $(DOCS_PAGE_VERSION),-version $(DOCS_PAGE_VERSION))
+	$(GO) test -count=1 -run '^TestReferencePageDoc$$' ./internal/docspage -update
+
+docs-page-check: ## fail when an embedded file of the reference page is not the one its manifest records (offline; in lint)
+	cd tools && $(GO) run ./docspage -root .. check
+
+docs-page-screenshot: chromium test-binary ## rewrite docs/api-reference.png: the browser test's screenshot of a create sent from the reference page
+	cd tools && PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -count=1 -run '^TestReferencePage$$' ./openapi/ -screenshot $(CURDIR)/docs/api-reference.png
+
 chart-docs-check: ## fail, with a diff, when charts/plantstore/README.md is not what values.yaml generates, or its types and enumerations disagree with values.schema.json
 	GO=$(GO) tools/helmdocs/chart-docs.sh check
 
@@ -75,33 +91,36 @@ test-go: redis-server test-binary ## the service's tests (go test -race ./...)
 
 test-short: redis-server test-binary ## the inner loop: unit and single-process integration tests (go test -short: chaos, HA and long cases skip), no race detector
 	PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -short -count=1 -timeout 10m ./...
-	cd tools && PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -short -count=1 ./openapi/ ./internal/... ./version/
+	cd tools && PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -short -count=1 ./openapi/ ./internal/... ./version/ ./docspage/
 
 # The service binary every test package that starts it shares, built once.
 TEST_BIN := $(CURDIR)/bin/plantstore-test
 test-binary:
 	$(GO) build -o $(TEST_BIN) ./cmd/plantstore
 
-test-api: redis-server test-binary ## api/openapi.yaml (its x-webhooks too) passes kin-openapi's validator with every strict option; a running service's webhooks match it; docs/api.md's tables are its; the generate check works; the version tool's tests
+test-api: redis-server chromium test-binary ## api/openapi.yaml (its x-webhooks too) passes kin-openapi's validator with every strict option; a running service's webhooks match it; its reference page (GET /docs) shows all of it in Chromium and sends a create; docs/api.md's tables are its; the generate check works; the version and docs-page tools' tests
 	cd tools && PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -count=1 -timeout 30m ./openapi/ ./internal/...
-	cd tools && $(GO) test -count=1 ./version/
+	cd tools && $(GO) test -count=1 ./version/ ./docspage/
 
 test-monitoring: redis-server test-binary ## dashboards and alert rules: PromQL parses, promtool tests pass, every metric is in a real scrape
 	cd tools && PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -count=1 -timeout 30m ./monitoring/...
 	cd tools/bench && $(GO) test -count=1 ./...
 	cd tools/monitoring/cmd/dashboard-png && GOWORK=off $(GO) test -count=1 ./...
 
-test-tools: ## the chart's render tests (tools/k8s/chart); the tests of the cluster, validation and release helpers (tools/k8s, tools/release)
+test-tools: ## the chart's render tests (tools/k8s/chart); the tests of the cluster, validation and release helpers (tools/k8s, tools/release) and of the Gateway's 503 retry plugin
 	cd tools/k8s && $(GO) test -count=1 ./chart/
 	cd tools/k8s && $(GO) test -race -count=1 ./cmd/...
+	cd tools/k8s/load && $(GO) test -race -count=1 ./...
+	cd tools/k8s/traefik && $(GO) test -race -count=1 ./retry503/
 	cd tools/release && $(GO) test -race -count=1 ./...
 
-# A real one-node Kubernetes cluster in a network namespace of its own (root;
-# see docs/validation.md): the chart, the overlays and their faults on it.
-test-cluster: ## the chart on a real one-node cluster: releases from its registry (1.0.0 → now, Helm 3 and 4), GitOps syncs (as Argo CD applies it; Flux's helm-controller), install, helm test, rollout/disruption/Redis restart under load, overlays, Prometheus, traces through a Collector into Jaeger, skaffold (root; tool builds first, unbounded)
+# A real Kubernetes cluster of three nodes in three zones, in network
+# namespaces of its own (root; see docs/validation.md): the chart, the
+# overlays and their faults on it.
+test-cluster: ## the chart on a real three-node cluster (three zones): releases from its registry (1.0.0 → now, Helm 3 and 4), GitOps syncs (as Argo CD applies it; Flux's helm-controller), install, helm test, rollout/disruption/Redis restart under load, the Sentinel set through a drain and a node loss, the API through a Gateway (Traefik), overlays, Prometheus, traces through a Collector into Jaeger, skaffold (root; tool builds first, unbounded)
 	tools/k8s/cluster-test.sh
 
-cluster-up: ## start the one-node test cluster and leave it up (export KUBECONFIG=/tmp/plantstore-cluster/kubeconfig)
+cluster-up: ## start the three-node test cluster (CLUSTER_NODES=1: one node) and leave it up (export KUBECONFIG=/tmp/plantstore-cluster/kubeconfig)
 	tools/k8s/cluster.sh up
 
 cluster-down: ## stop the test cluster and remove every trace of it
@@ -109,7 +128,7 @@ cluster-down: ## stop the test cluster and remove every trace of it
 
 bench: bench-chain bench-load bench-store ## the benchmarks below
 
-bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on, ratios from one run (benchstat)
+bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on; a JWT client against an API-key client; ratios from one run (benchstat)
 	@mkdir -p bin
 	$(GO) test -c -o bin/perf.test ./internal/perf/
 	@# BENCHCOUNT passes over every chain, rather than -count, which repeats
@@ -121,7 +140,9 @@ bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on,
 	    cat bin/bench-chain.pass; cat bin/bench-chain.pass >> bin/bench-chain.txt; \
 	done; rm -f bin/bench-chain.pass
 	@echo; echo "== telemetry off vs on, per store (benchstat -col /telemetry)"
-	$(TOOL) benchstat -col /telemetry bin/bench-chain.txt
+	$(TOOL) benchstat -filter '.name:Chain' -col /telemetry bin/bench-chain.txt
+	@echo; echo "== a JWT client against an API-key client, the same chain (jwt/apikey: ratio of interleaved batches)"
+	$(TOOL) benchstat -filter '.name:ChainCredential' bin/bench-chain.txt
 
 bench-load: redis-server ## load harness: service vs floor on loopback; rewrites the figures block of docs/performance.md, docs/performance.json (the run's data) and docs/performance.png (about 5 minutes: creates at 50 connections, the 1.1.0 routes, creates at 10 and 200, each against its floor; then a CPU profile into bin/profile)
 	cd tools/bench && $(GO) run ./cmd/bench -profile ../../bin/profile $(BENCH_FLAGS)
@@ -133,13 +154,15 @@ bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 1
 bench-short: redis-server ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short); fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
 
-lint: image-lint generate-check dashboard-check chart-docs-check version-check actions-lint ## go vet, staticcheck, gofmt, every generated file up to date (client, dashboard, chart values table), the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
+lint: image-lint generate-check dashboard-check chart-docs-check docs-page-check version-check actions-lint ## go vet, staticcheck, gofmt, every generated file up to date (client, dashboard, chart values table), the reference page's vendored renderer its manifest's, the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
-	cd tools && $(GO) vet ./monitoring/... ./openapi/... ./internal/... ./version/...
+	cd tools && $(GO) vet ./monitoring/... ./openapi/... ./internal/... ./version/... ./docspage/...
 	cd tools/bench && $(GO) vet ./...
 	cd tools/release && $(GO) vet ./...
 	cd tools/k8s && $(GO) vet ./cmd/... ./chart/
+	cd tools/k8s/load && $(GO) vet ./...
+	cd tools/k8s/traefik && $(GO) vet ./retry503/
 	cd tools/helmdocs && $(GO) vet ./...
 	cd tools/monitoring/cmd/dashboard-png && GOWORK=off $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -210,8 +233,8 @@ fuzz: ## run every fuzz target for FUZZTIME each (default 10 million inputs)
 	  done; \
 	done
 
-fuzz-short: ## CI: every fuzz target for 15 seconds
-	$(MAKE) fuzz FUZZTIME=15s
+fuzz-short: ## CI: every fuzz target for 10 seconds
+	$(MAKE) fuzz FUZZTIME=10s
 
 # Fault, load and hostile-input scenarios against real redis-server and
 # plantstore processes on loopback. Each scenario prints one "CHAOS" line of
@@ -242,6 +265,16 @@ redis-server:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends redis-server >/dev/null; \
 	}
 	@redis-server --version
+
+# The reference page's browser test (tools/openapi) drives Debian's chromium
+# headless; install it when it is missing, as redis-server above.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || { \
+	  echo "chromium missing: installing Debian's chromium package"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	}
+	@chromium --version 2>/dev/null
 
 clean: ## remove build output
 	rm -rf bin
