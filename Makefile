@@ -175,7 +175,7 @@ actions-lint: ## check .github/workflows with actionlint (and shellcheck when in
 	@command -v shellcheck >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || { \
 	  echo "shellcheck missing: installing Debian's shellcheck package"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends shellcheck >/dev/null; \
+	  $$SUDO tools/apt-get.sh update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO tools/apt-get.sh install -y -qq --no-install-recommends shellcheck >/dev/null; \
 	}
 	@command -v shellcheck >/dev/null 2>&1 || echo "actions-lint: no shellcheck, run: scripts not checked"
 	$(TOOL) actionlint
@@ -262,7 +262,7 @@ redis-server:
 	@command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || { \
 	  echo "redis-server missing: installing Debian's redis-server package"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends redis-server >/dev/null; \
+	  $$SUDO tools/apt-get.sh update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO tools/apt-get.sh install -y -qq --no-install-recommends redis-server >/dev/null; \
 	}
 	@redis-server --version
 
@@ -272,7 +272,7 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || { \
 	  echo "chromium missing: installing Debian's chromium package"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	  $$SUDO tools/apt-get.sh update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO tools/apt-get.sh install -y -qq --no-install-recommends chromium >/dev/null; \
 	}
 	@chromium --version 2>/dev/null
 

@@ -59,8 +59,8 @@ command -v jq >/dev/null 2>&1 || need+=(jq)
 if ((${#need[@]})); then
   step "installing ${need[*]} from Debian's packages"
   SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  $SUDO "$root/tools/apt-get.sh" update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO "$root/tools/apt-get.sh" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 work=$(mktemp -d /tmp/plantstore-image.XXXXXX)
@@ -93,9 +93,9 @@ go version "$work/out/plantstore"
 
 step "fetching Debian's ca-certificates and tzdata packages"
 mkdir -p "$work/debs" && chmod 0777 "$work/debs"
-if ! (cd "$work/debs" && apt-get download ca-certificates tzdata >/dev/null 2>&1); then
-  apt-get update -qq
-  (cd "$work/debs" && apt-get download ca-certificates tzdata >/dev/null 2>&1)
+if ! (cd "$work/debs" && "$root/tools/apt-get.sh" download ca-certificates tzdata >/dev/null 2>&1); then
+  "$root/tools/apt-get.sh" update -qq
+  (cd "$work/debs" && "$root/tools/apt-get.sh" download ca-certificates tzdata >/dev/null 2>&1)
 fi
 debver() { dpkg-deb -f "$1" Version; }
 ca_deb=$(ls "$work"/debs/ca-certificates_*.deb)
@@ -159,7 +159,7 @@ rm -f "$OUT"
 
 if [ "${PUSH_IMAGE:-}" = true ]; then
   step "pushing to $REF (PUSH_IMAGE=true)"
-  command -v skopeo >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends skopeo >/dev/null
+  command -v skopeo >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive "$root/tools/apt-get.sh" install -y -qq --no-install-recommends skopeo >/dev/null
   skopeo copy --quiet "oci-archive:$OUT:$REF" "docker://$REF"
 fi
 

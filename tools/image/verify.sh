@@ -23,7 +23,7 @@ need=()
 for tool in jq file curl; do command -v "$tool" >/dev/null 2>&1 || need+=("$tool"); done
 if ((${#need[@]})); then
   echo "verify: installing ${need[*]} from Debian's packages"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  "$root/tools/apt-get.sh" update -qq && DEBIAN_FRONTEND=noninteractive "$root/tools/apt-get.sh" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 t0=$SECONDS
@@ -155,7 +155,7 @@ if [ "$arch" != "$host_arch" ]; then
   case $arch in arm64) qarch=aarch64 ;; amd64) qarch=x86_64 ;; *) qarch=$arch ;; esac
   if ! command -v "qemu-$qarch-static" >/dev/null 2>&1; then
     echo "verify: installing qemu-user-static from Debian's packages (a linux/$arch image on $host_arch)"
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-user-static >/dev/null
+    "$root/tools/apt-get.sh" update -qq && DEBIAN_FRONTEND=noninteractive "$root/tools/apt-get.sh" install -y -qq --no-install-recommends qemu-user-static >/dev/null
   fi
   install -m 0755 "$(command -v "qemu-$qarch-static")" "$rootfs/.qemu-$qarch-static"
   emu=("/.qemu-$qarch-static")

@@ -27,7 +27,7 @@ export CLUSTER_DIR=$DIR
 
 BIN=$("$TOOLS_MOD/build.sh" skaffold helm kubectl | tail -n 1)
 if ! command -v podman >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends podman >/dev/null
+  "$REPO/tools/apt-get.sh" update -qq && DEBIAN_FRONTEND=noninteractive "$REPO/tools/apt-get.sh" install -y -qq --no-install-recommends podman >/dev/null
 fi
 
 # podman_args: the storage the API service and the build script share.

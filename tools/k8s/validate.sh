@@ -140,7 +140,7 @@ for c in "${!DEBS[@]}"; do command -v "$c" >/dev/null || MISSING+=("${DEBS[$c]}"
 if [[ $NO_CLUSTER != 1 ]] && ((${#MISSING[@]})); then
   log=$(newlog apt)
   SUDO=''; [[ $(id -u) == 0 ]] || SUDO='sudo -n'
-  if { $SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${MISSING[@]}"; } >"$log" 2>&1 \
+  if { $SUDO "$REPO/tools/apt-get.sh" update && DEBIAN_FRONTEND=noninteractive $SUDO "$REPO/tools/apt-get.sh" install -y --no-install-recommends "${MISSING[@]}"; } >"$log" 2>&1 \
     && command -v etcd >/dev/null && command -v envsubst >/dev/null; then
     pass "apt-get install ${MISSING[*]}"
   else
