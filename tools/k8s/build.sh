@@ -4,12 +4,17 @@
 # and the Go version, and prints that directory on its last line. validate.sh
 # and cluster.sh share it, so a machine builds each tool once.
 #
-#   tools/k8s/build.sh TOOL...    TOOL: helm helm4 kubeconform kubectl kubeadm kube-apiserver
+#   tools/k8s/build.sh [--prebuild] TOOL...
+#                                 TOOL: helm helm4 kubeconform kubectl kubeadm kube-apiserver
 #                                 kube-controller-manager kube-scheduler kubelet
 #                                 kube-proxy coredns metrics-server skaffold kube-router
-#                                 prometheus prometheus-operator
+#                                 prometheus promtool prometheus-operator
 #                                 prometheus-config-reloader jaeger otelcol
 #                                 source-controller helm-controller redis-exporter traefik
+#
+# --prebuild: a build in the background, of tools a run will ask for later;
+# it exits at once when another prebuild is under way (.ci/run's, which
+# builds them all, before test-cluster's of the later scenarios' tools).
 #
 # Environment: K8S_TOOLS_CACHE (default ${XDG_CACHE_HOME:-/tmp}/plantstore-k8s).
 set -euo pipefail
@@ -17,6 +22,12 @@ MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${K8S_TOOLS_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s}
 K8S_VERSION=1.31.0
 export GOWORK=off
+if [[ ${1:-} == --prebuild ]]; then
+  shift
+  mkdir -p "$CACHE"
+  exec {prebuild}>"$CACHE/.prebuild.lock"
+  flock -n "$prebuild" || { echo "build: another prebuild is under way" >&2; exit 0; }
+fi
 
 declare -A PKG=(
   [helm]=helm.sh/helm/v3/cmd/helm
@@ -48,6 +59,9 @@ declare -A OWN=(
   [kube-router]="kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"
   [helm4]="helm4 helm.sh/helm/v4/cmd/helm cgo -X helm.sh/helm/v4/internal/version.version=v4.3.1"
   [prometheus]="prometheus github.com/prometheus/prometheus/cmd/prometheus static -X github.com/prometheus/common/version.Version=3.5.0"
+  # promtool for make test-monitoring's alert tests: the same module and flags as
+  # Prometheus, so the two share every compiled package.
+  [promtool]="prometheus github.com/prometheus/prometheus/cmd/promtool static -X github.com/prometheus/common/version.Version=3.5.0"
   [prometheus-operator]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/operator static -X github.com/prometheus/common/version.Version=0.85.0"
   [prometheus-config-reloader]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader static -X github.com/prometheus/common/version.Version=0.85.0"
   [policy-controller]="policy-controller github.com/sigstore/policy-controller/cmd/webhook"
@@ -97,32 +111,52 @@ plan() {
   done
 }
 
-# Concurrent runs share the cache: build under a lock, taken only when
-# something is missing, so that a run whose tools are built does not wait
-# for another's build of other tools (.ci/run builds them all in the
-# background while k8s-validate runs).
-plan "$@"
-if ((${#missing[@]} + ${#own[@]})) && command -v flock >/dev/null; then
-  exec 9>"$CACHE/.build.lock"
-  flock -w 3600 9 || { echo "build: could not lock $CACHE/.build.lock" >&2; exit 1; }
-  plan "$@" # what the build we may have waited for left to do
-fi
-if ((${#missing[@]})); then
-  t0=$SECONDS
-  echo "build: ${missing[*]##*/} (one go build: they share most packages)" >&2
-  (cd "$MOD" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/" "${missing[@]}") >&2
+# Concurrent runs share the cache. Each build unit (the one go build of this
+# module's tools, and each tool of a module of its own) has a lock of its
+# own, taken only when that unit is missing: a run waits only for a build
+# under way of a tool it asked for, not for another run's whole list (.ci/run
+# builds every tool in the background while the tests, k8s-validate and the
+# cluster's first scenarios ask for theirs). Whichever comes first builds it;
+# the other finds it built.
+# locked NAME CMD...: run CMD holding the lock of unit NAME.
+locked() {
+  local name=$1 fd; shift
+  command -v flock >/dev/null || { "$@"; return; }
+  exec {fd}>"$CACHE/.build-$name.lock"
+  flock -w 3600 "$fd" || { echo "build: could not lock $CACHE/.build-$name.lock" >&2; exit 1; }
+  "$@"
+  exec {fd}>&-
+}
+build_main() {
+  local t todo=() t0=$SECONDS
+  for t in "${requested[@]}"; do # what a build we may have waited for left to do
+    [[ -z ${PKG[$t]:-} || -x $BIN/$t ]] || todo+=("${PKG[$t]}")
+  done
+  ((${#todo[@]})) || return 0
+  echo "build: ${todo[*]##*/} (one go build: they share most packages)" >&2
+  (cd "$MOD" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/" "${todo[@]}") >&2
   echo "build: done in $((SECONDS - t0))s" >&2
+}
+build_own() {
+  local t=$1 dir pkg static flags out cgo t0=$SECONDS
+  read -r dir pkg static flags <<<"${OWN[$t]}"
+  out=$(own_path "$dir" "$t")
+  if [[ ! -x $out/$t ]]; then
+    echo "build: $t (tools/k8s/$dir)" >&2
+    cgo=$(go env CGO_ENABLED)
+    [[ $static != static ]] || cgo=0
+    (cd "$MOD/$dir" && CGO_ENABLED=$cgo go build -trimpath -ldflags "$LDFLAGS $flags" -o "$out/$t" "$pkg") >&2
+    echo "build: done in $((SECONDS - t0))s" >&2
+  fi
+  ln -sfn "$out/$t" "$BIN/.$t.$$" && mv -Tf "$BIN/.$t.$$" "$BIN/$t"
+}
+requested=("$@")
+plan "$@"
+if ((${#missing[@]})); then
+  locked main build_main
 fi
 for t in "${own[@]}"; do
-  read -r dir pkg static flags <<<"${OWN[$t]}"
-  t0=$SECONDS
-  echo "build: $t (tools/k8s/$dir)" >&2
-  out=$(own_path "$dir" "$t")
-  cgo=$(go env CGO_ENABLED)
-  [[ $static != static ]] || cgo=0
-  (cd "$MOD/$dir" && CGO_ENABLED=$cgo go build -trimpath -ldflags "$LDFLAGS $flags" -o "$out/$t" "$pkg") >&2
-  ln -sfn "$out/$t" "$BIN/$t"
-  echo "build: done in $((SECONDS - t0))s" >&2
+  locked "$t" build_own "$t"
 done
 # Builds for other go.mod/flag versions are stale: drop those unused for a
 # day (~1 GB each; a running cluster may still use a recent one).

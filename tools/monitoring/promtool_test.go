@@ -1,6 +1,8 @@
 package monitoring
 
 import (
+	"bytes"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -8,14 +10,22 @@ import (
 	"testing"
 )
 
-// promtoolPath builds the promtool of this module (a tool in tools/go.mod,
-// so the version is the one go.mod pins) once for the parallel tests, which
-// would otherwise each build it, and returns the binary in the build cache.
+// promtoolPath builds promtool once for the parallel tests, which would
+// otherwise each build it, and returns its path. tools/k8s/build.sh builds
+// it from the module of the test cluster's Prometheus (the version the alerts
+// run under there) with that Prometheus's flags, into the cache the
+// cluster's tools share: the two share every compiled package, so a cold
+// machine compiles Prometheus's dependencies once, not twice.
 var promtoolPath = sync.OnceValues(func() (string, error) {
-	cmd := exec.Command("go", "tool", "-n", "promtool")
-	cmd.Dir = ".."
+	cmd := exec.Command(filepath.Join("..", "k8s", "build.sh"), "promtool")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	return strings.TrimSpace(string(out)), err
+	if err != nil {
+		return "", fmt.Errorf("tools/k8s/build.sh promtool: %w\n%s", err, stderr.Bytes())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return filepath.Join(lines[len(lines)-1], "promtool"), nil
 })
 
 // promtool runs that promtool.
