@@ -17,8 +17,10 @@
 #   CLUSTER_REUSE=1      use a cluster that is already up instead of starting
 #                        a new one (for working on a scenario; implies KEEP)
 #   CLUSTER_LOAD_RATE    creates per second of the scenarios' load (default 250)
-#   CLUSTER_TIMEOUT      bound of the run in seconds once the tools are built
-#                        (default 2700; the builds before it are not bounded)
+#   CLUSTER_TIMEOUT      bound of the run in seconds once the cluster's own
+#                        tools are built (default 3600; the builds before it
+#                        are not bounded, those of the later scenarios' tools
+#                        are: on a cold machine they take part of it)
 #   and those of cluster.sh (CLUSTER_DIR, CLUSTER_NETNS, CLUSTER_API_PORT, ...).
 set -euo pipefail
 
@@ -33,18 +35,25 @@ REUSE=${CLUSTER_REUSE:-0}
 KEEP=${CLUSTER_KEEP:-$REUSE}
 
 # Build first, unbounded: on a cold machine the Go builds of Kubernetes,
-# CoreDNS, Prometheus, Helm 3 and 4 and the release tools take about half an
-# hour of this machine's two cores, and a bound meant for the scenarios must
-# not stop a build. Then bound the run itself; timeout(1) signals this
+# CoreDNS, Helm 3 and 4, policy-controller and the release tools take a
+# quarter of an hour or more of this machine's two cores, and a bound meant
+# for the scenarios must not stop a build. Then bound the run itself; timeout(1) signals this
 # script, whose trap tears down.
 if [[ -z ${_CLUSTER_TEST_BOUNDED:-} ]]; then
   build_t0=$SECONDS
   echo "== building what the cluster and the release need (unbounded; nothing when built already)"
   "$CLUSTER" build >/dev/null
+  # The tools of the later scenarios' images (and Flux's and skaffold's) build
+  # in the background, in a session of their own, while the cluster starts
+  # and the first scenarios run: a scenario that needs one waits only for
+  # what is left of its build (cluster.sh images, build.sh's locks). Under
+  # .ci/run, its own prebuild of every tool does this.
+  setsid "$TOOLS_MOD/build.sh" --prebuild $("$CLUSTER" late-tools) >"${TMPDIR:-/tmp}/plantstore-late-tools.log" 2>&1 &
+  export _CLUSTER_PREBUILD_PID=$!
   "$REPO/tools/release/build.sh"
   echo "== built in $((SECONDS - build_t0))s"
   export _CLUSTER_TEST_BOUNDED=1
-  exec timeout -k 60 "${CLUSTER_TIMEOUT:-2700}" "$SELF" "$@"
+  exec timeout -k 60 "${CLUSTER_TIMEOUT:-3600}" "$SELF" "$@"
 fi
 
 t0=$SECONDS
@@ -67,6 +76,8 @@ finish() {
   stage done
   # A background wait of a scenario (see later) stopped early by a failure.
   kill $(jobs -p) 2>/dev/null || true
+  # The prebuild of tools no scenario asked for (CLUSTER_SCENARIOS).
+  [[ -z ${_CLUSTER_PREBUILD_PID:-} ]] || kill -- -"$_CLUSTER_PREBUILD_PID" 2>/dev/null || true
   ((rc == 0)) || fail "the run stopped early (exit $rc) in stage: $last"
   if ((FAILED)) && [[ -d $CLUSTER_DIR/logs ]]; then
     # What a person needs to see why: the state of every namespace and the

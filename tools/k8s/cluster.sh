@@ -15,6 +15,11 @@
 #   tools/k8s/cluster.sh status  is it up
 #   tools/k8s/cluster.sh import ARCHIVE...  import OCI image archives into
 #                                every node
+#   tools/k8s/cluster.sh images GROUP...  build and import the images of a
+#                                group (images.sh: exporter, gateway, tracing,
+#                                prometheus) if the nodes do not have them yet
+#   tools/k8s/cluster.sh late-tools  the tools those groups and the Flux and
+#                                skaffold scenarios need, in the order they do
 #   tools/k8s/cluster.sh nodes   the nodes: name, zone, network namespace,
 #                                containerd socket, a line each
 #   tools/k8s/cluster.sh node-kill NODE   the node dies: its kubelet,
@@ -141,9 +146,28 @@ install_packages() {
   [[ -x /usr/lib/cni/bridge ]] || need+=(containernetworking-plugins)
   if ((${#need[@]})); then
     say "installing Debian packages: ${need[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+    "$REPO/tools/apt-get.sh" update -qq
+    DEBIAN_FRONTEND=noninteractive "$REPO/tools/apt-get.sh" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   fi
+}
+
+# The tools of the images only some scenarios run, by image group
+# (images.sh), built when a scenario first asks for its group (images)
+# rather than before the cluster starts: on a cold machine they are most of
+# the build, and the scenarios before them run meanwhile.
+declare -A GROUP_TOOLS=(
+  [exporter]="redis-exporter"
+  [gateway]="traefik"
+  [tracing]="jaeger otelcol"
+  [prometheus]="prometheus prometheus-operator prometheus-config-reloader"
+)
+# late_tools: those, and the host tools of the Flux and skaffold scenarios
+# (15-flux.sh, skaffold.sh), in the order the scenarios need them: what
+# cluster-test.sh and .ci/run build in the background while the cluster
+# starts and the first scenarios run.
+late_tools() {
+  echo source-controller helm-controller "${GROUP_TOOLS[exporter]}" "${GROUP_TOOLS[gateway]}" \
+    "${GROUP_TOOLS[tracing]}" "${GROUP_TOOLS[prometheus]}" skaffold
 }
 
 # build sets BIN: the Kubernetes tools and CoreDNS from tools/k8s/build.sh's
@@ -153,14 +177,6 @@ build() {
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kubeadm kube-apiserver kube-controller-manager kube-scheduler \
     kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router policy-controller | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
-  # Prometheus and the Prometheus Operator, Jaeger and the OpenTelemetry
-  # Collector, for the images of the Prometheus and tracing scenarios
-  # (cluster-test.d/35-prometheus.sh, 65-tracing.sh), the Redis exporter's for
-  # the Prometheus scenario, and Flux's controllers for the Flux scenario
-  # (15-flux.sh), and Traefik for the Gateway scenario (18-gateway.sh); the
-  # same cache directory.
-  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" prometheus prometheus-operator prometheus-config-reloader jaeger otelcol \
-    source-controller helm-controller redis-exporter traefik >/dev/null
   (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-webhook-receiver ./cmd/k8s-gitops-phases)
   (cd "$TOOLS_MOD/load" && CGO_ENABLED=0 go build -trimpath -o "$BIN/k8s-load" .)
   # The node's registry, from the release tools' module.
@@ -390,8 +406,9 @@ up() {
 
   say "images"
   local archives=()
-  mapfile -t archives < <("$TOOLS_MOD/images.sh" "$DIR/images" "$bin" | cut -f2)
+  mapfile -t archives < <("$TOOLS_MOD/images.sh" "$DIR/images" "$bin" base | cut -f2)
   echo "${archives[@]}" >"$DIR/images-imported"
+  echo base >"$DIR/images-groups"
 
   # Once, before the nodes start in parallel: concurrent applies of the same
   # new objects race (AlreadyExists).
@@ -576,6 +593,28 @@ import() {
   ((rc == 0)) || die "import into a node failed"
   printf 'imported %s\n' "$@"
 }
+# images GROUP...: the images of each group (images.sh) that the nodes do not
+# have yet, their tools built first (or waited for, when a build is under
+# way: build.sh's lock), imported into every node, and recorded in
+# images-imported, which a node that boots again imports. Concurrent calls
+# (a scenario beside another) take turns.
+images() {
+  local g t todo=() tools=() archives=() lock
+  exec {lock}>"$DIR/images.lock"
+  flock "$lock"
+  for g in "$@"; do
+    [[ -n ${GROUP_TOOLS[$g]:-} ]] || die "images: no group $g (${!GROUP_TOOLS[*]})"
+    grep -qxF "$g" "$DIR/images-groups" || { todo+=("$g"); read -r -a t <<<"${GROUP_TOOLS[$g]}"; tools+=("${t[@]}"); }
+  done
+  ((${#todo[@]})) || return 0
+  K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" "${tools[@]}" >/dev/null
+  mapfile -t archives < <("$TOOLS_MOD/images.sh" "$DIR/images" "$(cat "$DIR/bin")" "${todo[@]}" | cut -f2)
+  import "${archives[@]}" >/dev/null
+  echo "$(cat "$DIR/images-imported") ${archives[*]}" >"$DIR/images-imported.new"
+  mv "$DIR/images-imported.new" "$DIR/images-imported"
+  printf '%s\n' "${todo[@]}" >>"$DIR/images-groups"
+  say "images ${todo[*]}: imported"
+}
 node_import() {
   local z=$1 a; shift
   for a in "$@"; do
@@ -664,6 +703,8 @@ case ${1:-} in
   down) down ;;
   status) status ;;
   import) shift; import "$@" ;;
+  images) shift; images "$@" ;;
+  late-tools) late_tools ;;
   nodes) nodes ;;
   node-kill) node_kill "${2:?node-kill NODE}" ;;
   node-start) node_boot "${2:?node-start NODE}" ;;

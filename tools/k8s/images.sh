@@ -26,10 +26,14 @@
 #                                chart's default image name: the same release,
 #                                built from its module (tools/k8s/redis-exporter)
 #
-# Usage: tools/k8s/images.sh OUTDIR BINDIR
+# Usage: tools/k8s/images.sh OUTDIR BINDIR [GROUP...]
+#   GROUP: base (pause, redis, client, load, webhook-receiver), exporter
+#   (redis_exporter), gateway (traefik), tracing (jaeger, otelcol),
+#   prometheus (prometheus, prometheus-operator, prometheus-config-reloader);
+#   default all. cluster.sh imports base at up and each other group when a
+#   scenario first needs it (cluster.sh images GROUP).
 #   BINDIR holds the static k8s-pause, k8s-load and k8s-webhook-receiver binaries and
-#   the static prometheus, prometheus-operator, prometheus-config-reloader,
-#   jaeger, otelcol, redis-exporter and traefik.
+#   the static binaries of the groups asked for.
 # Needs root and buildah, busybox-static, redis-server and curl from Debian
 # (cluster.sh installs them).
 set -euo pipefail
@@ -37,6 +41,9 @@ OUT=${1:?usage: images.sh OUTDIR BINDIR}
 BINDIR=${2:?usage: images.sh OUTDIR BINDIR}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+shift 2
+GROUPS_WANTED=" ${*:-base exporter gateway tracing prometheus} "
+want() { [[ $GROUPS_WANTED == *" $1 "* ]]; }
 
 work=$(mktemp -d /tmp/plantstore-test-images.XXXXXX)
 B=(buildah --root "$work/storage" --runroot "$work/run" --storage-driver vfs)
@@ -93,6 +100,7 @@ image() {
   printf '%s\t%s\n' "$ref" "$file"
 }
 
+if want base; then
 r=$work/pause
 mkdir -p "$r"
 install -m 0755 "$BINDIR/k8s-pause" "$r/pause"
@@ -122,11 +130,18 @@ users "$r" nonroot 65532
 install -m 0755 "$BINDIR/k8s-load" "$r/k8s-load"
 image plantstore.test/load:1 "$r" 65532:65532 '["/k8s-load"]'
 
+r=$work/webhook-receiver
+users "$r" nonroot 65532
+install -m 0755 "$BINDIR/k8s-webhook-receiver" "$r/k8s-webhook-receiver"
+image plantstore.test/webhook-receiver:1 "$r" 65532:65532 '["/k8s-webhook-receiver"]'
+fi
+
 # The Prometheus scenario's (cluster-test.d/35-prometheus.sh): Prometheus and
 # the Prometheus Operator with its config reloader, static binaries from
 # their modules (tools/k8s/prometheus, tools/k8s/prometheus-operator; tags
 # as build.sh stamps them), as their official images run them (user nobody,
 # /prometheus its data directory).
+if want prometheus; then
 r=$work/prometheus
 users "$r" nobody 65534
 mkdir -p "$r/bin" "$r/prometheus" "$r/etc/prometheus"
@@ -141,33 +156,35 @@ for t in prometheus-operator:operator prometheus-config-reloader:prometheus-conf
   install -m 0755 "$(readlink -f "$BINDIR/${t%%:*}")" "$r/bin/${t#*:}"
   image "plantstore.test/${t%%:*}:v0.85.0" "$r" 65534:65534 "[\"/bin/${t#*:}\"]"
 done
+fi
 
 # The tracing scenarios' (cluster-test.d/lib/observability.sh): Jaeger v2 and
 # the OpenTelemetry Collector, static binaries from their modules, as user
-# 10001 like their official images; and a webhook subscriber.
+# 10001 like their official images.
+if want tracing; then
 for t in jaeger otelcol; do
   r=$work/$t
   users "$r" "$t" 10001
   install -m 0755 "$(readlink -f "$BINDIR/$t")" "$r/$t"
   image "plantstore.test/$t:1" "$r" 10001:10001 "[\"/$t\"]"
 done
+fi
 
 # The Gateway scenario's (cluster-test.d/lib/gateway.sh): Traefik, static,
 # as user 65532 like its official image.
+if want gateway; then
 r=$work/traefik
 users "$r" traefik 65532
 install -m 0755 "$(readlink -f "$BINDIR/traefik")" "$r/traefik"
 image plantstore.test/traefik:1 "$r" 65532:65532 '["/traefik"]'
-
-r=$work/webhook-receiver
-users "$r" nonroot 65532
-install -m 0755 "$BINDIR/k8s-webhook-receiver" "$r/k8s-webhook-receiver"
-image plantstore.test/webhook-receiver:1 "$r" 65532:65532 '["/k8s-webhook-receiver"]'
+fi
 
 # The chart's Redis exporter, as its official image runs it (FROM scratch,
 # /redis_exporter, user 59000), named as the chart's default so that the
 # scenarios enable redis.metrics without overriding its image.
+if want exporter; then
 r=$work/redis-exporter
 users "$r" exporter 59000
 install -m 0755 "$(readlink -f "$BINDIR/redis-exporter")" "$r/redis_exporter"
 image docker.io/oliver006/redis_exporter:v1.61.0 "$r" 59000:59000 '["/redis_exporter"]'
+fi

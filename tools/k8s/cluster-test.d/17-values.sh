@@ -6,6 +6,8 @@
 # Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 stage "values-dev.yaml and ci/full-values.yaml"
+# full-values.yaml runs the Redis exporter beside Redis.
+"$CLUSTER" images exporter
 # full-values.yaml creates a ServiceMonitor and a PrometheusRule: their CRDs
 # come from the prometheus-operator module, as validate.sh makes them.
 (cd "$TOOLS_MOD" && go run ./cmd/k8s-schemas -out "$CLUSTER_DIR/schemas" -moddir "$TOOLS_MOD" -kubernetes-version 1.31.0) >"$CLUSTER_DIR/logs/schemas.log" 2>&1 || true

@@ -44,6 +44,7 @@ PNG=${CLUSTER_DASHBOARD_PNG:-${TMPDIR:-/tmp}/plantstore-dashboard-on-cluster.png
 prom_t0=$SECONDS
 
 stage "Prometheus Operator $OP_VERSION: CRDs, RBAC and Deployment from its module"
+"$CLUSTER" images prometheus exporter
 # Server-side: the CRDs are too large for the last-applied annotation, and
 # 17-values.sh may have created two of them already.
 kubectl apply --server-side --force-conflicts -f "$OP_DIR/example/prometheus-operator-crd/" >/dev/null

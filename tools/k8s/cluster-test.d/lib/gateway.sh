@@ -40,6 +40,7 @@ GW_UP=${GW_UP:-0}
 gw_up() {
   ((GW_UP)) && return 0
   local gwapi traefik
+  "$CLUSTER" images gateway || return 1
   gwapi=$(gw_module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION") || return 1
   traefik=$(gw_module_dir "github.com/traefik/traefik/v3@$(cd "$TOOLS_MOD/traefik" && go list -m -f '{{.Version}}' github.com/traefik/traefik/v3)") || return 1
   # The CRDs are too big for client-side apply's annotation.

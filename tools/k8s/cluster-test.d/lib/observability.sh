@@ -64,6 +64,7 @@ EOF
 
 observability_up() {
   ((OBS_UP)) && return 0
+  "$CLUSTER" images tracing
   local t=$SECONDS
   restricted_ns "$OBS_NS"
   kubectl create configmap -n "$OBS_NS" otel-collector-config \
