@@ -153,7 +153,7 @@ stage "a slow store through the Gateway: Redis paused beyond the route's retries
 # CLIENT PAUSE holds every client's commands: to the service, a Redis that
 # stopped answering. Each attempt answers 503 with Retry-After 1 once the
 # store deadline (1 s) passes; the route's retry sends it again after that
-# second, 8 attempts in all (about 15 s), and then the caller gets the
+# second, 11 attempts in all (about 21 s), and then the caller gets the
 # service's last 503 and its Retry-After, not a timeout of the Gateway's.
 kubectl exec -n "$GW_APP" "$REL-redis-0" -c redis -- redis-cli -h 127.0.0.1 client pause 25000 all >/dev/null
 sleep 0.2
@@ -164,7 +164,7 @@ timeout 30 kubectl exec -n "$GW_APP" "$REL-redis-0" -c redis -- redis-cli -h 127
 slow_s=$(sed -n 's/^time_total //p' <<<"$slow")
 figures "gateway-slow-store code=$(code "$slow") retry_after=$(header "$slow" retry-after) seconds=$slow_s"
 if [[ $(code "$slow") == 503 && $(header "$slow" retry-after) =~ ^[0-9]+$ ]] && awk -v s="$slow_s" 'BEGIN {exit !(s >= 14 && s < 24)}'; then
-  pass "Redis paused: through the Gateway, after its 8 attempts each 1 s after the last 503, the service's 503 with Retry-After $(header "$slow" retry-after) in ${slow_s}s, not a Gateway timeout"
+  pass "Redis paused: through the Gateway, after its 11 attempts each 1 s after the last 503, the service's 503 with Retry-After $(header "$slow" retry-after) in ${slow_s}s, not a Gateway timeout"
 else
   fail "a slow store through the Gateway: $(head -n 1 <<<"$slow") in ${slow_s}s (want the service's 503 with Retry-After after 14-24 s of attempts)"
 fi

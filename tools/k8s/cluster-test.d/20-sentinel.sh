@@ -300,7 +300,7 @@ OLD_UID=$(kubectl get pod -n "$SN_NS" "$old" -o jsonpath='{.metadata.uid}')
 traefik_on_node=$(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik --field-selector "spec.nodeName=$master_node" -o name | wc -l)
 # Through the Gateway at RATE, entering by the load's node's Traefik pod
 # (traefik-local): the route's retries hold a create across the failover
-# (8 attempts, each after the 503's Retry-After of 1 s), so the caller's
+# (11 attempts, each after the 503's Retry-After of 1 s), so the caller's
 # deadline is 60 s (an attempt may also land on the dead node's pod, more
 # than once, until it leaves the endpoints) and up to SN_KILL_HELD creates
 # may be in flight. Beside
