@@ -314,7 +314,9 @@ full_store() {
     [[ $(jq -r .error <<<"$full_body" 2>/dev/null) == 50701 ]] && break
     sleep 0.5
   done
-  while (($(ms) - t < 150000)); do
+  # The alert's `for` is 1m after the first refusal, which may come late in
+  # the load (above): up to 200 s from the load's start.
+  while (($(ms) - t < 200000)); do
     st=$(papi /api/v1/alerts | jq -r '[.data.alerts[]? | select(.labels.alertname == "PlantstoreStoreFull") | .state] | if any(. == "firing") then "firing" else "" end')
     [[ $st == firing ]] && { fired=$(($(ms) - t)); break; }
     sleep 2
