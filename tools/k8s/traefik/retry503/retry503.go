@@ -18,7 +18,8 @@
 // for the codes of RetryOn, the Gateway's own for an attempt no pod answered
 // (504 past its response-header timeout: a pod whose node died with the
 // request sent; 502), sent again after Interval. The caller's going away
-// ends the waiting.
+// ends the waiting. A request held LogHeldOver or longer is logged with its
+// attempts (a line on stdout, beside Traefik's access log).
 package retry503
 
 import (
@@ -27,7 +28,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -45,6 +48,9 @@ type Config struct {
 	// Interval (a Go duration).
 	RetryOn  []int  `json:"retryOn,omitempty"`
 	Interval string `json:"interval,omitempty"`
+	// LogHeldOver, a Go duration: a request held this long or longer is
+	// logged with each attempt's code, time and wait (empty: never).
+	LogHeldOver string `json:"logHeldOver,omitempty"`
 }
 
 // CreateConfig returns the defaults: 4 attempts, waits of at most 2 s,
@@ -61,6 +67,8 @@ type Retry struct {
 	maxBody  int64
 	retryOn  map[int]bool
 	interval time.Duration
+	logOver  time.Duration // 0: no log
+	log      io.Writer
 	sleep    func(ctx context.Context, d time.Duration) error
 }
 
@@ -80,6 +88,12 @@ func New(_ context.Context, next http.Handler, config *Config, name string) (htt
 	if err != nil || interval < 0 {
 		return nil, fmt.Errorf("%s: interval %q is not a duration of 0 or more", name, config.Interval)
 	}
+	var logOver time.Duration
+	if config.LogHeldOver != "" {
+		if logOver, err = time.ParseDuration(config.LogHeldOver); err != nil || logOver <= 0 {
+			return nil, fmt.Errorf("%s: logHeldOver %q is not a duration above 0", name, config.LogHeldOver)
+		}
+	}
 	retryOn := make(map[int]bool)
 	for _, code := range config.RetryOn {
 		if code < 500 || code > 599 || code == http.StatusServiceUnavailable {
@@ -88,18 +102,18 @@ func New(_ context.Context, next http.Handler, config *Config, name string) (htt
 		retryOn[code] = true
 	}
 	return &Retry{next: next, attempts: config.Attempts, maxWait: maxWait, maxBody: config.MaxBodyBytes,
-		retryOn: retryOn, interval: interval, sleep: sleep}, nil
+		retryOn: retryOn, interval: interval, logOver: logOver, log: os.Stdout, sleep: sleep}, nil
 }
 
+// sleep waits d, or less when ctx ends first (then its error). A context's
+// timer, not a select on a time.Timer's channel: interpreted by Yaegi, such
+// a select now and then never sees its timer fire, and the wait lasts until
+// the caller gives up.
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	wait, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	<-wait.Done()
+	return ctx.Err()
 }
 
 func (m *Retry) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
@@ -122,25 +136,43 @@ func (m *Retry) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		}
 		body = read
 	}
+	start := time.Now()
+	var tried []string // each attempt: code/ms (+wait ms), for the log
 	for attempt := 1; ; attempt++ {
 		if body != nil {
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
 		w := &attemptWriter{real: rw, header: make(http.Header), last: attempt == m.attempts, retry: m}
+		t := time.Now()
 		m.next.ServeHTTP(w, req)
 		if !w.held {
 			if !w.wrote {
 				w.WriteHeader(http.StatusOK)
 			}
+			m.logHeld(start, append(tried, fmt.Sprintf("%d/%d", w.code, time.Since(t).Milliseconds())), "answered")
 			return
 		}
+		tried = append(tried, fmt.Sprintf("%d/%d+%d", w.code, time.Since(t).Milliseconds(), w.wait.Milliseconds()))
 		if m.sleep(req.Context(), w.wait) != nil {
 			// The caller is gone or out of time: the answer it would have had.
 			w.release()
+			m.logHeld(start, tried, "caller gone")
 			return
 		}
 	}
+}
+
+// logHeld writes one line for a request held logOver or longer: when it
+// came, how long it was held, how it ended and its attempts, each as
+// code/milliseconds, +the wait after it.
+func (m *Retry) logHeld(start time.Time, tried []string, outcome string) {
+	held := time.Since(start)
+	if m.logOver == 0 || held < m.logOver {
+		return
+	}
+	fmt.Fprintf(m.log, "retry503 held: start=%s held_ms=%d outcome=%q attempts=%s\n",
+		start.UTC().Format(time.RFC3339Nano), held.Milliseconds(), outcome, strings.Join(tried, ","))
 }
 
 // attemptWriter is one attempt's ResponseWriter: a 503 with a Retry-After

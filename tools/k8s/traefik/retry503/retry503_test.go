@@ -2,9 +2,11 @@ package retry503
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -156,16 +158,69 @@ func TestRetryCallerGone(t *testing.T) {
 	}
 }
 
+// A request held LogHeldOver or longer is one line with its attempts, both
+// when it is answered and when its caller goes away; a shorter one is not
+// logged.
+func TestRetryLogHeld(t *testing.T) {
+	tests := []struct {
+		name, logOver string
+		gone          bool
+		want          string // a regular expression the line matches; "" for none
+	}{
+		{"answered", "1ns", false, `outcome="answered" attempts=503/\d+\+1000,504/\d+\+100,200/\d+\n$`},
+		{"caller gone", "1ns", true, `outcome="caller gone" attempts=503/\d+\+1000\n$`},
+		{"held briefly", "1h", false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := &backend{answers: []answer{{503, "1", "down"}, {504, "", "no pod"}, {200, "", "ok"}}}
+			c := CreateConfig()
+			c.RetryOn, c.LogHeldOver = []int{504}, tt.logOver
+			h, err := New(context.Background(), b, c, "retry503")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log strings.Builder
+			h.(*Retry).log = &log
+			h.(*Retry).sleep = func(context.Context, time.Duration) error {
+				if tt.gone {
+					return context.Canceled
+				}
+				return nil
+			}
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/plants", strings.NewReader("{}")))
+			if tt.want == "" {
+				if log.Len() != 0 {
+					t.Errorf("logged %q", log.String())
+				}
+				return
+			}
+			if !strings.HasPrefix(log.String(), "retry503 held: start=") || !regexp.MustCompile(tt.want).MatchString(log.String()) || strings.Count(log.String(), "\n") != 1 {
+				t.Errorf("logged %q, want one line with %q", log.String(), tt.want)
+			}
+		})
+	}
+}
+
 // The real wait: a Retry-After of 0 is not waited for, the caller's
 // deadline ends a longer one.
 func TestSleep(t *testing.T) {
 	if err := sleep(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
+	if err := sleep(context.Background(), 20*time.Millisecond); err != nil || time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("a wait of 20ms ended after %v with %v", time.Since(start), err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := sleep(ctx, time.Hour); err == nil {
 		t.Fatal("a cancelled wait ended without error")
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(10*time.Millisecond, cancel)
+	if err := sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a wait cancelled midway ended with %v", err)
 	}
 }
 
@@ -213,6 +268,8 @@ func TestNewRejects(t *testing.T) {
 		{Attempts: 2, MaxWait: "1s", Interval: "often"},
 		{Attempts: 2, MaxWait: "1s", Interval: "1s", RetryOn: []int{503}},
 		{Attempts: 2, MaxWait: "1s", Interval: "1s", RetryOn: []int{429}},
+		{Attempts: 2, MaxWait: "1s", Interval: "1s", LogHeldOver: "later"},
+		{Attempts: 2, MaxWait: "1s", Interval: "1s", LogHeldOver: "0s"},
 	} {
 		if _, err := New(context.Background(), http.NotFoundHandler(), c, "retry503"); err == nil {
 			t.Errorf("%+v accepted", *c)
