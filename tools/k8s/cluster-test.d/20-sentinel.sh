@@ -298,6 +298,10 @@ master_node=$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName
 old=$master
 OLD_UID=$(kubectl get pod -n "$SN_NS" "$old" -o jsonpath='{.metadata.uid}')
 traefik_on_node=$(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik --field-selector "spec.nodeName=$master_node" -o name | wc -l)
+# The drain above left its API pod on another node (nothing moves it back):
+# the node killed may hold two of the three, and until they leave the
+# endpoints the Gateway's picks land on a dead pod that often.
+api_on_node=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=api --field-selector "spec.nodeName=$master_node" -o name | wc -l)
 # Through the Gateway at RATE, entering by the load's node's Traefik pod
 # (traefik-local): the route's retries hold a create across the failover
 # (11 attempts, each after the 503's Retry-After of 1 s), so the caller's
@@ -313,6 +317,7 @@ traefik_on_node=$(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik
 SN_KILL_DIRECT_RATE=100 SN_KILL_HELD=4000
 local_traefik=$(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik --field-selector "spec.nodeName=$safe,status.phase=Running" -o name | wc -l)
 ((local_traefik > 0)) || fail "no Traefik pod on $safe, the node the load enters the Gateway by"
+gw_access_log_start "$CLUSTER_DIR/logs/traefik-node-loss.log"
 LOAD_NODE=$safe LOAD_GATEWAY="$GW_LOCAL_IP $GW_HOST gateway-ca" LOAD_ARGS="-events-url http://webhook-receiver:8080 -timeout 60s -max-in-flight $SN_KILL_HELD" \
   load_start "$SN_NS" load-kill 40
 LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080 -timeout 2s" RATE=$SN_KILL_DIRECT_RATE load_start "$SN_NS" load-kill-direct 40
@@ -344,7 +349,7 @@ node_loss_verdict() {
   window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
   errors_until_ms=$(jq --argjson t "$t" 'if .LastTransportError > 0 then .LastTransportError - $t else 0 end' <<<"$s" 2>/dev/null || echo -1)
   first_503_ms=$(jq --argjson t "$t" 'if .First503 > 0 then .First503 - $t else 0 end' <<<"$s" 2>/dev/null || echo -1)
-  figures "sentinel-node-loss${load#load-kill} node=$master_node traefik_pods_on_it=$traefik_on_node master=$old promoted=$new promoted_ms=$promoted_ms node_notready_ms=$notready_ms rate=$(jq '.Sent / 40 | floor' <<<"$s") unavailable_503=$(jq .Unavailable <<<"$s") first_503_after_kill_ms=$first_503_ms window_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") last_transport_error_after_kill_ms=$errors_until_ms $(events_figures "$s")"
+  figures "sentinel-node-loss${load#load-kill} node=$master_node traefik_pods_on_it=$traefik_on_node api_pods_on_it=$api_on_node master=$old promoted=$new promoted_ms=$promoted_ms node_notready_ms=$notready_ms rate=$(jq '.Sent / 40 | floor' <<<"$s") unavailable_503=$(jq .Unavailable <<<"$s") first_503_after_kill_ms=$first_503_ms window_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") last_transport_error_after_kill_ms=$errors_until_ms $(events_figures "$s")"
   if load_verdict "sentinel-node-loss${load#load-kill}" "$(jq -c '.TransportErrors = 0 | .ErrorSamples = null' <<<"$s" 2>/dev/null || echo '{}')" 1 && [[ -n $new ]] && events_ok "$s" &&
     ((errors_until_ms <= notready_ms + 10000 && first_503_ms >= -1000 && window_ms <= SN_KILL_503_MS)); then
     pass "node $master_node killed ($what): $new promoted in ${promoted_ms}ms; $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After over ${window_ms}ms from the kill (bound ${SN_KILL_503_MS}ms), $(jq .TransportErrors <<<"$s") unanswered (none later than ${errors_until_ms}ms after the kill: NotReady at ${notready_ms}ms); every acknowledged plant read back and its plant.created received"
@@ -354,12 +359,19 @@ node_loss_verdict() {
 }
 node_loss_verdict load-kill-direct "straight to the Service, $SN_KILL_DIRECT_RATE creates/s"
 sg=$(load_result "$SN_NS" load-kill) || sg='{}'
-figures "sentinel-node-loss-gateway node=$master_node traefik_pods_on_it=$traefik_on_node entered_by=$safe promoted_ms=$promoted_ms node_notready_ms=$notready_ms $(events_figures "$sg")"
+# Traefik's log of the Gateway's loads: its 5xx answers, what its retry sent
+# again, and what it held 20 s or more.
+access=$(gw_access_log "$CLUSTER_DIR/logs/traefik-node-loss.log")
+figures "sentinel-node-loss-gateway node=$master_node traefik_pods_on_it=$traefik_on_node api_pods_on_it=$api_on_node entered_by=$safe promoted_ms=$promoted_ms node_notready_ms=$notready_ms $(jq -rs '"retried=\([.[] | select(.RetryAttempts > 0)] | length) held_20s=\([.[] | select(.ms >= 20000)] | length) max_held_ms=\([.[].ms] | max // 0) answered_5xx=\([.[] | select(.DownstreamStatus >= 500)] | length)"' <<<"$access") unanswered_after_kill_ms=[$(jq --argjson t "$t" -r 'if .TransportErrors > 0 then "\(.FirstTransportError - $t)..\(.LastTransportError - $t)" else "" end' <<<"$sg" 2>/dev/null)] $(events_figures "$sg")"
 if load_verdict sentinel-node-loss-gateway "$sg" && events_ok "$sg"; then
   pass "through the Gateway (the route's retries: what could not reach a pod, and a 503 after its Retry-After) across the node loss at $RATE creates/s: $(jq .Sent <<<"$sg") creates, every one 200 (0 failed, p99 $(jq .LatencyP99Ms <<<"$sg") ms, max $(jq .LatencyMaxMs <<<"$sg") ms), every plant read back and its plant.created received"
 else
   fail "through the Gateway across the node loss: codes $(jq -c .Codes <<<"$sg"), $(jq .TransportErrors <<<"$sg") unanswered; events: $(events_figures "$sg")"
   kubectl get pods -n "$GW_NS" -o custom-columns='TRAEFIK:.metadata.name,NODE:.spec.nodeName,RESTARTS:.status.containerStatuses[0].restartCount,LAST_EXIT:.status.containerStatuses[0].lastState.terminated.reason'
+  echo "Traefik's 5xx answers and the requests it held 20 s or more (OriginStatus 0: none from the pod):"
+  jq -c 'select(.DownstreamStatus >= 500 or .ms >= 20000)' <<<"$access" | head -n 20
+  echo "the retry503 plugin's attempts of those it held 20 s or more (code/ms+wait ms):"
+  grep -h '^retry503 held' "$CLUSTER_DIR/logs/traefik-node-loss.log" | head -n 20
 fi
 figures "sentinel-node-loss-client retries=10 through=gateway $(events_figures "$sc")"
 if load_verdict sentinel-node-loss-client "$sc" && events_ok "$sc"; then

@@ -132,10 +132,14 @@ spec:
             # names (lib/observability.sh), every request (sampleRate's
             # default, 1.0), a caller's sampled traceparent followed.
             - --tracing.otlp.http.endpoint=http://otel-collector.observability:4318/v1/traces
-            # A pod whose node is gone answers no SYN: give up on it after a
-            # second (Traefik's default waits 30 s), so the route's retry
-            # reaches a live pod before the caller's deadline.
-            - --serversTransport.forwardingTimeouts.dialTimeout=1s
+            # A pod whose node is gone answers no SYN: give up on it soon
+            # (Traefik's default waits 30 s; a connect here takes
+            # milliseconds), so the route's retry reaches a live pod before
+            # the caller's deadline. Until the dead pods leave the endpoints
+            # Traefik's retry picks them as often as they are there: two of
+            # three when a drain left two API pods on the node lost, ten
+            # such picks in a row 11.4 s at a 1 s timeout.
+            - --serversTransport.forwardingTimeouts.dialTimeout=250ms
             # Traefik ignores the route's timeouts: in backendRequest's place,
             # above the service's own deadlines (storeTimeout and
             # rateLimitTimeout, 1.1 s; no JWT callers here), an attempt sent to
@@ -144,12 +148,15 @@ spec:
             # may land there more than once: 2 s each, not 5.
             - --serversTransport.forwardingTimeouts.responseHeaderTimeout=2s
             # Its access log, JSON on stdout, only of what a disruption's
-            # verdict must explain: its own 5xx answers and the requests its
-            # retry sent again (gw_access_log reads it).
+            # verdict must explain: its own 5xx answers, the requests its
+            # retry sent again, and those held 20 s or more (the retry
+            # plugin's attempts are not counted in RetryAttempts, their time
+            # is; gw_access_log reads it).
             - --accesslog=true
             - --accesslog.format=json
             - --accesslog.filters.statuscodes=500-599
             - --accesslog.filters.retryattempts=true
+            - --accesslog.filters.minduration=20s
             - --log.level=INFO
           ports:
             - {name: web, containerPort: 8000}
@@ -228,15 +235,14 @@ gw_attach() {
   local ns=$1 values=$2
   # Traefik's retry: an attempt that could not reach a pod (a pod gone
   # away, a dead node's pod past the dial timeout) is sent again, to the pod
-  # its load balancer picks next. Until the dead node's pod leaves the
-  # endpoints, each pick is that pod's with a chance of one in three: ten
-  # attempts all on it are a chance in 59,000 (three, in 27).
+  # its load balancer picks next. Until the dead node's pods leave the
+  # endpoints, each pick is theirs with a chance of one in three, or two in
+  # three when the node held two of the three API pods: ten attempts all on
+  # them are a chance in 59,000, or in 58.
   # Around it the plugin's: an attempt answered 503 with Retry-After (the
   # store away: a Redis failover takes up to about 8 s here) sent again after
-  # that wait, and one Traefik answered 502 or 504 (sent to a pod that never
-  # answered, 2 s each) after 100 ms, 11 attempts in all: with 8, one create
-  # of 10,000 had every attempt picked the dead node's pod (a 504 after 20 s,
-  # the node NotReady at 15 s); 11 all on it are a chance in 177,000.
+  # that wait, and one Traefik answered 502 or 504 (ten dead picks, or sent to
+  # a pod that never answered, 2 s each) after 100 ms, 11 attempts in all.
   kubectl apply -n "$ns" -f - >/dev/null <<EOF || return 1
 apiVersion: traefik.io/v1alpha1
 kind: Middleware
@@ -249,7 +255,7 @@ kind: Middleware
 metadata: {name: plantstore-retry-503}
 spec:
   plugin:
-    retry503: {attempts: 11, maxWait: 2s, retryOn: [502, 504], interval: 100ms}
+    retry503: {attempts: 11, maxWait: 2s, retryOn: [502, 504], interval: 100ms, logHeldOver: 20s}
 EOF
   kubectl create secret generic -n "$ns" gateway-ca --from-file=ca.crt="$GW_CA" >/dev/null || return 1
   cat >"$values" <<EOF
@@ -281,7 +287,7 @@ gw_access_log() {
   for p in $(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik -o name); do
     grep -qx "$p" "$1.pods" || kubectl logs -n "$GW_NS" "$p" >>"$1" 2>/dev/null || true
   done
-  grep '^{' "$1" | jq -c 'select(.DownstreamStatus != null) | {StartUTC, ServiceAddr, OriginStatus, DownstreamStatus, RetryAttempts, ms: ((.Duration // 0) / 1e6 | floor)}' 2>/dev/null || true
+  grep '^{' "$1" | jq -c 'select(.DownstreamStatus != null) | {StartUTC, ServiceAddr, OriginStatus, DownstreamStatus, RetryAttempts, ms: ((.Duration // 0) / 1e6 | floor), origin_ms: ((.OriginDuration // 0) / 1e6 | floor)}' 2>/dev/null || true
 }
 
 gw_curl() { node_curl --cacert "$GW_CA" --resolve "$GW_HOST:443:$GW_IP" "$@"; }
