@@ -8,7 +8,9 @@ package servicerun
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -204,6 +206,7 @@ type Redis struct {
 	Addr     string
 	Password string // requirepass; empty: none
 	cmd      *exec.Cmd
+	exited   chan struct{} // closed when cmd has exited
 	once     sync.Once
 }
 
@@ -231,19 +234,42 @@ func StartRedis(t testing.TB) *Redis {
 // StartRedisWith starts a redis-server on a free loopback port, in a
 // directory of its own, with password as requirepass (none when empty) and
 // the further args (redis-server options, later ones winning); it fails
-// the test when the server does not answer PING.
+// the test when the server does not answer PING. A port is free when
+// chosen, not when redis-server binds it (an outgoing connection may take
+// it in between): a start that fails on a port in use is tried again on
+// another.
 func StartRedisWith(t testing.TB, password string, args ...string) *Redis {
 	t.Helper()
 	bin, err := redisBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		r, err := launchRedis(t, bin, port, password, args)
+		if err == nil {
+			return r
+		}
+		if !errors.Is(err, errPortInUse) || attempt == attempts {
+			t.Fatal(err)
+		}
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+}
+
+// errPortInUse: redis-server could not bind a port chosen as free.
+var errPortInUse = errors.New("port taken before redis-server bound it")
+
+// launchRedis starts one redis-server on port and waits until it answers
+// PING; an error wraps errPortInUse when it exited because the port was
+// taken. The exit is watched beside the pings: a port taken by another
+// process may accept connections and never answer.
+func launchRedis(t testing.TB, bin string, port int, password string, args []string) (*Redis, error) {
 	dir := t.TempDir()
 	r := &Redis{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Password: password}
 	all := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
@@ -253,18 +279,32 @@ func StartRedisWith(t testing.TB, password string, args ...string) *Redis {
 	}
 	r.cmd = exec.Command(bin, append(all, args...)...)
 	if err := r.cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", bin, err)
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	t.Cleanup(r.Stop)
+	r.exited = make(chan struct{})
+	go func() {
+		_ = r.cmd.Wait()
+		close(r.exited)
+	}()
+	redisLog := func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "redis.log")); return b }
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := ping(r.Addr, password)
 		if err == nil {
-			return r
+			t.Cleanup(r.Stop)
+			return r, nil
+		}
+		select {
+		case <-r.exited:
+			if log := redisLog(); bytes.Contains(log, []byte("Address already in use")) {
+				return nil, fmt.Errorf("redis-server on %s: %w\n%s", r.Addr, errPortInUse, log)
+			}
+			return nil, fmt.Errorf("redis-server on %s exited before answering PING\n%s", r.Addr, redisLog())
+		default:
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			t.Fatalf("redis-server on %s did not answer PING within 10s: %v\n%s", r.Addr, err, log)
+			r.Stop()
+			return nil, fmt.Errorf("redis-server on %s did not answer PING within 10s: %w\n%s", r.Addr, err, redisLog())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -304,6 +344,6 @@ func ping(addr, password string) error {
 func (r *Redis) Stop() {
 	r.once.Do(func() {
 		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
+		<-r.exited
 	})
 }

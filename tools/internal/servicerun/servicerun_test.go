@@ -1,6 +1,8 @@
 package servicerun
 
 import (
+	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -45,5 +47,24 @@ func TestStartRedisWithAPasswordRefusesWithoutIt(t *testing.T) {
 	}
 	if err := ping(r.Addr, "wrong"); err == nil {
 		t.Fatal("AUTH with a wrong password was accepted")
+	}
+}
+
+// A port taken between its choice and redis-server's bind (here by a
+// listener that accepts and never answers) is told apart from other
+// failures, so that StartRedisWith tries another.
+func TestLaunchRedisOnATakenPort(t *testing.T) {
+	bin, err := redisBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r, err := launchRedis(t, bin, l.Addr().(*net.TCPAddr).Port, "", nil)
+	if !errors.Is(err, errPortInUse) {
+		t.Fatalf("got %v, %v; want an error wrapping errPortInUse", r, err)
 	}
 }
