@@ -156,8 +156,25 @@ func buildRedisExporter(t *testing.T) string {
 
 // startRedisExporter runs the exporter against addr on a free loopback port,
 // as the chart's container does (redis.metrics); with env, the password in
-// REDIS_PASSWORD instead of the password file. It returns the base URL.
+// REDIS_PASSWORD instead of the password file. It returns the base URL. A
+// port is free when chosen, not when the exporter binds it: a start that
+// finds it taken is tried on another.
 func startRedisExporter(t *testing.T, bin, addr, password string, env bool) string {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		base, taken := launchRedisExporter(t, bin, addr, password, env)
+		if !taken {
+			return base
+		}
+		if attempt == 5 {
+			t.Fatal("the exporter found its port taken 5 times")
+		}
+	}
+}
+
+// launchRedisExporter is one start of startRedisExporter; taken reports an
+// exit because the port was in use.
+func launchRedisExporter(t *testing.T, bin, addr, password string, env bool) (base string, taken bool) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -183,28 +200,48 @@ func startRedisExporter(t *testing.T, bin, addr, password string, env bool) stri
 		args = append(args, "--redis.password-file="+file)
 	}
 	cmd.Args = append(cmd.Args, args...)
-	var log strings.Builder
+	var log strings.Builder // read only once the process has exited
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	base = "http://" + listen
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if resp, err := http.Get(base + "/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-exited:
+			if strings.Contains(strings.ToLower(log.String()), "address already in use") {
+				return "", true
+			}
+			t.Fatalf("the exporter exited before answering /health:\n%s", log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Fatalf("waited 20s for the exporter's /health:\n%s", log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		if t.Failed() {
 			t.Logf("the exporter's log:\n%s", log.String())
 		}
 	})
-	base := "http://" + listen
-	waitFor(t, "the exporter's /health", func() bool {
-		resp, err := http.Get(base + "/health")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	return base
+	return base, false
 }
 
 // foreignHost is a TCP listener that records what the first client sends
