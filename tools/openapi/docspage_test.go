@@ -40,12 +40,6 @@ var screenshot = flag.String("screenshot", "", "write the reference page's scree
 // token typed into the form answers 200, and the plant is then read back
 // with GET /plants/{id}. It ends with a screenshot of that 200.
 func TestReferencePage(t *testing.T) {
-	if testing.Short() {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the browser test under -short with CI=true: CI runs make test, the whole suite, without -short")
-		}
-		t.Skip("long: starts Chromium; make test runs it")
-	}
 	chromium := chromiumPath(t)
 	bin := servicerun.Build(t)
 	const token = "reference-page-test-token"
