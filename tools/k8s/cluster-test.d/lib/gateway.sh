@@ -136,9 +136,9 @@ spec:
             # (Traefik's default waits 30 s; a connect here takes
             # milliseconds), so the route's retry reaches a live pod before
             # the caller's deadline. Until the dead pods leave the endpoints
-            # Traefik's retry picks them as often as they are there: two of
-            # three when a drain left two API pods on the node lost, ten
-            # such picks in a row 11.4 s at a 1 s timeout.
+            # Traefik's retry picks them as often as they are there (two of
+            # three when a drain left two API pods on the node lost), each
+            # pick costing this timeout.
             - --serversTransport.forwardingTimeouts.dialTimeout=250ms
             # Traefik ignores the route's timeouts: in backendRequest's place,
             # above the service's own deadlines (storeTimeout and

@@ -137,7 +137,7 @@ func (m *Retry) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		body = read
 	}
 	start := time.Now()
-	var tried []string // each attempt: code/ms (+wait ms), for the log
+	var tried []string // with logOver: each attempt as code/ms (+wait ms)
 	for attempt := 1; ; attempt++ {
 		if body != nil {
 			req.Body = io.NopCloser(bytes.NewReader(body))
@@ -150,14 +150,20 @@ func (m *Retry) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 			if !w.wrote {
 				w.WriteHeader(http.StatusOK)
 			}
-			m.logHeld(start, append(tried, fmt.Sprintf("%d/%d", w.code, time.Since(t).Milliseconds())), "answered")
+			if m.logOver > 0 {
+				m.logHeld(start, append(tried, fmt.Sprintf("%d/%d", w.code, time.Since(t).Milliseconds())), "answered")
+			}
 			return
 		}
-		tried = append(tried, fmt.Sprintf("%d/%d+%d", w.code, time.Since(t).Milliseconds(), w.wait.Milliseconds()))
+		if m.logOver > 0 {
+			tried = append(tried, fmt.Sprintf("%d/%d+%d", w.code, time.Since(t).Milliseconds(), w.wait.Milliseconds()))
+		}
 		if m.sleep(req.Context(), w.wait) != nil {
 			// The caller is gone or out of time: the answer it would have had.
 			w.release()
-			m.logHeld(start, tried, "caller gone")
+			if m.logOver > 0 {
+				m.logHeld(start, tried, "caller gone")
+			}
 			return
 		}
 	}
@@ -165,10 +171,11 @@ func (m *Retry) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 
 // logHeld writes one line for a request held logOver or longer: when it
 // came, how long it was held, how it ended and its attempts, each as
-// code/milliseconds, +the wait after it.
+// code/milliseconds, +the wait after it. Without logOver nothing is
+// recorded: the answers that pass at once pay for no log.
 func (m *Retry) logHeld(start time.Time, tried []string, outcome string) {
 	held := time.Since(start)
-	if m.logOver == 0 || held < m.logOver {
+	if held < m.logOver {
 		return
 	}
 	fmt.Fprintf(m.log, "retry503 held: start=%s held_ms=%d outcome=%q attempts=%s\n",

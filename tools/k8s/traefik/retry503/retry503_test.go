@@ -170,6 +170,7 @@ func TestRetryLogHeld(t *testing.T) {
 		{"answered", "1ns", false, `outcome="answered" attempts=503/\d+\+1000,504/\d+\+100,200/\d+\n$`},
 		{"caller gone", "1ns", true, `outcome="caller gone" attempts=503/\d+\+1000\n$`},
 		{"held briefly", "1h", false, ""},
+		{"no log asked", "", false, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
