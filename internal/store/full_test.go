@@ -18,7 +18,7 @@ import (
 // setting) refuses every command that may grow its data. A create then fails
 // with plant.ErrFull (507), not as unavailable (503: a retry would not help)
 // nor as a bug (500), and writes nothing: no key, no index entry, no event.
-// Reads, lists, replays and deletes keep working, and a delete still records
+// Reads, lists, replays (acknowledged ones too) and deletes keep working, and a delete still records
 // its event: the delete script's first write is a DEL, which Redis lets
 // through, and after it the script may finish (docs/storage.md).
 func TestRedisFull(t *testing.T) {
@@ -64,6 +64,11 @@ func TestRedisFull(t *testing.T) {
 
 	if p, outcome, err := plain.Create(ctx, plant.Plant{ID: 7, Name: "plant 7"}); err != nil || outcome != plant.Replayed || p.Name != "plant 7" {
 		t.Errorf("replay on a full store = %v, %v, %v; want plant 7 replayed", p, outcome, err)
+	}
+	// The acknowledged replay writes the plant again (DEL first): past the
+	// full store, it is refused only for want of a replica here.
+	if _, _, err := acked.Create(ctx, plant.Plant{ID: 7, Name: "plant 7"}); !errors.Is(err, store.ErrNotReplicated) {
+		t.Errorf("acknowledged replay on a full store: %v, want ErrNotReplicated (no replica), not full", err)
 	}
 	if p, err := plain.Get(ctx, 3); err != nil || p.Name != "plant 3" {
 		t.Errorf("get on a full store = %v, %v", p, err)

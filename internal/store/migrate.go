@@ -97,11 +97,19 @@ func (r *Redis) migrateOne(ctx context.Context, key string, id int64) (plant.Out
 	if err != nil {
 		return 0, err
 	}
-	if err := r.client.Del(ctx, key).Err(); err != nil {
+	// Only the value read and moved: a 1.0.0 pod may have written the key
+	// again since another run deleted it, and that plant is not moved yet.
+	if err := delIfScript.Run(ctx, r.client, []string{key}, value).Err(); err != nil {
 		return 0, err
 	}
 	return outcome, nil
 }
+
+// delIfScript deletes KEYS[1] if it still holds ARGV[1]; 1 if it did.
+var delIfScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])
+`)
 
 // legacyID reads the id out of a 1.0.0 key, and refuses any other key.
 func legacyID(prefix, key string) (int64, bool) {

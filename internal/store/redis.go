@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,18 +58,16 @@ var ErrNotReplicated = errors.New("fewer replicas than required acknowledged the
 // A create sends the create script and WAIT n timeout in one pipeline, on
 // one connection: WAIT counts the replicas that have acknowledged every write
 // this connection made, so it covers the script's writes (replicated as their
-// effects). When the plant was already stored (a replay, or a conflict), the
-// script wrote nothing and WAIT on this
-// connection would prove nothing about the earlier write, which may never
-// have reached a replica (its request may have answered 503). So a replay
-// rewrites the stored value unchanged (SET key stored XX, which propagates)
-// and waits again: a 200, created or replayed, means the plant was on the
-// master and n replicas acknowledged it. A conflict (409) is answered
-// whatever the replicas acknowledged (it promises nothing durable), though the
-// pipelined WAIT may hold it for up to the timeout. A delete pipelines its
-// script and WAIT the same way (deleteAcknowledged). Either script's event,
-// with webhooks on, is one of its writes: a change the replicas acknowledged
-// has its event on them too.
+// effects). When the plant was already stored (a replay), the earlier write
+// may never have reached a replica (its request may have answered 503), so
+// the script writes the stored value again in the same atomic step that read
+// it (createScript) and the same WAIT covers that: a 200, created or
+// replayed, means the plant was on the master and n replicas acknowledged it.
+// A conflict (409) is answered whatever the replicas acknowledged (it
+// promises nothing durable), though the pipelined WAIT may hold it for up to
+// the timeout. A delete pipelines its script and WAIT the same way
+// (deleteAcknowledged). Either script's event, with webhooks on, is one of
+// its writes: a change the replicas acknowledged has its event on them too.
 func (r *Redis) WaitForReplicas(n int, timeout time.Duration) *Redis {
 	r.acks, r.ackTimeout = n, timeout
 	return r
@@ -84,15 +83,21 @@ func (r *Redis) RecordEvents(rec *Recording) *Redis {
 
 // createCall returns the script and the arguments of a create of p: the
 // plain script, or with recording on the one that also records the event.
+// When replicas must acknowledge, the script also writes a replayed plant
+// again (createScript).
 func (r *Redis) createCall(ctx context.Context, p plant.Plant, value []byte) (*redis.Script, []string, []any, error) {
-	if !r.recording.On() {
-		return createScript, r.createKeys(p.ID), []any{value, indexMember(p.ID)}, nil
+	script, keys, args := createScript, r.createKeys(p.ID), []any{value, indexMember(p.ID)}
+	if r.recording.On() {
+		envelope, err := newEventRecord(ctx, EventCreated, p.ID)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		script, keys, args = createEventScript, append(keys, r.EventsKey(shard(p.ID))), append(args, envelope)
 	}
-	envelope, err := newEventRecord(ctx, EventCreated, p.ID)
-	if err != nil {
-		return nil, nil, nil, err
+	if r.acks > 0 {
+		args = append(args, "1")
 	}
-	return createEventScript, append(r.createKeys(p.ID), r.EventsKey(shard(p.ID))), []any{value, indexMember(p.ID), envelope}, nil
+	return script, keys, args, nil
 }
 
 type storedPlant struct {
@@ -143,57 +148,45 @@ func (r *Redis) existing(p plant.Plant, old string) (plant.Plant, plant.Outcome,
 // createAcknowledged is Create when replicas must acknowledge: see
 // WaitForReplicas.
 func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, script *redis.Script, keys []string, args []any) (plant.Plant, plant.Outcome, error) {
-	key := r.Key(p.ID)
-	var set *redis.Cmd
-	err := r.pipelineWait(ctx, key, func(pipe redis.Pipeliner, eval bool) {
-		set = queueScript(ctx, pipe, script, eval, keys, args)
-	})
-	if set == nil { // no connection to the master at all
-		return plant.Plant{}, 0, err
-	}
-	old, created, setErr := createdReply(set)
-	switch {
-	case created:
-		if err != nil {
-			return plant.Plant{}, 0, fmt.Errorf("plant %d stored on the master: %w", p.ID, err)
+	for {
+		var set *redis.Cmd
+		err := r.pipelineWait(ctx, keys[0], func(pipe redis.Pipeliner, eval bool) {
+			set = queueScript(ctx, pipe, script, eval, keys, args)
+		})
+		if set == nil { // no connection to the master at all
+			return plant.Plant{}, 0, err
 		}
-		return p, plant.Created, nil
-	case setErr != nil && redirected([]redis.Cmder{set}):
-		return plant.Plant{}, 0, err // the deadline passed while the slot moved
-	case setErr != nil:
-		return plant.Plant{}, 0, classify(fmt.Errorf("storing plant %d: %w", p.ID, setErr))
-	}
-	stored, outcome, cerr := r.existing(p, old)
-	if cerr != nil {
-		return stored, outcome, cerr
-	}
-	// A replay: make this connection write the stored value again, so that
-	// WAIT covers it (the value never changes once set: only SET NX writes).
-	var rewrite *redis.StatusCmd
-	err = r.pipelineWait(ctx, key, func(pipe redis.Pipeliner, _ bool) {
-		rewrite = pipe.SetArgs(ctx, key, old, redis.SetArgs{Mode: "XX"})
-	})
-	if rewrite == nil {
-		return plant.Plant{}, 0, err
-	}
-	switch rerr := rewrite.Err(); {
-	case errors.Is(rerr, redis.Nil):
-		// The key vanished between the two round trips: a DELETE of the
-		// plant ran in between (API 1.1.0), or a failover to a replica that
-		// never had it. Either way the id is free now, and the store is up:
-		// create it again, replicas acknowledging, as a retrying client
-		// would, rather than answer 503.
+		old, created, setErr := createdReply(set)
+		switch {
+		case created:
+			if err != nil {
+				return plant.Plant{}, 0, fmt.Errorf("plant %d stored on the master: %w", p.ID, err)
+			}
+			return p, plant.Created, nil
+		case setErr != nil && redirected([]redis.Cmder{set}):
+			return plant.Plant{}, 0, err // the deadline passed while the slot moved
+		case setErr != nil:
+			return plant.Plant{}, 0, classify(fmt.Errorf("storing plant %d: %w", p.ID, setErr))
+		}
+		stored, outcome, cerr := r.existing(p, old)
+		if cerr != nil {
+			return stored, outcome, cerr
+		}
+		if old == string(args[0].([]byte)) {
+			// A replay: the script wrote the plant again, and WAIT covered it.
+			if err != nil {
+				return plant.Plant{}, 0, fmt.Errorf("plant %d already stored on the master: %w", p.ID, err)
+			}
+			return stored, outcome, nil
+		}
+		// The same plant in another encoding, which the script does not
+		// write again: replay it as it is stored, so that the script does.
 		if err := ctx.Err(); err != nil {
-			return plant.Plant{}, 0, classify(fmt.Errorf("plant %d no longer on the master: %w", p.ID, err))
+			return plant.Plant{}, 0, classify(fmt.Errorf("replaying plant %d: %w", p.ID, err))
 		}
-		return r.createAcknowledged(ctx, p, script, keys, args)
-	case rerr != nil && !redirected([]redis.Cmder{rewrite}):
-		return plant.Plant{}, 0, classify(fmt.Errorf("rewriting plant %d: %w", p.ID, rerr))
+		args = slices.Clone(args)
+		args[0] = []byte(old)
 	}
-	if err != nil {
-		return plant.Plant{}, 0, fmt.Errorf("plant %d already stored on the master: %w", p.ID, err)
-	}
-	return stored, outcome, nil
 }
 
 // pipelineWait sends the commands write adds, then WAIT, in one pipeline on

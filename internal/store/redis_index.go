@@ -122,15 +122,29 @@ func parseIndexMember(m string) (int64, error) {
 }
 
 // createScript stores a plant and indexes it unless its key exists, and
-// returns the stored JSON then, 0 when it created (createdReply). It is the
-// only writer of plant keys, so the value under a key never changes once set.
+// returns the stored JSON then, 0 when it created (createdReply).
+//
+// With ARGV[3] (createEventScript: ARGV[4]) set to "1", a replay, the key
+// holding exactly ARGV[1], also writes it again in the same atomic step, so
+// that a WAIT on the same connection covers the plant as stored now
+// (WaitForReplicas): the write can only repeat the value this script has
+// just read, never put back one that another create has replaced since. The
+// DEL comes first: on a full store Redis refuses a script's first command
+// that may grow the data (SET), but lets a script that has written finish,
+// so a replay keeps working there (see fanOutScript).
 //
 // Not nil for a create, the common answer: go-redis treats a nil reply as an
 // error (redis.Nil), and a pipeline's error runs its retry classification,
 // a dozen errors.As each allocating, on every create.
 var createScript = redis.NewScript(`
 local old = redis.call('GET', KEYS[1])
-if old then return old end
+if old then
+  if old == ARGV[1] and ARGV[3] == '1' then
+    redis.call('DEL', KEYS[1])
+    redis.call('SET', KEYS[1], old)
+  end
+  return old
+end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
 return 0
@@ -142,7 +156,13 @@ return 0
 // created. A replay or a conflict records nothing.
 var createEventScript = redis.NewScript(`
 local old = redis.call('GET', KEYS[1])
-if old then return old end
+if old then
+  if old == ARGV[1] and ARGV[4] == '1' then
+    redis.call('DEL', KEYS[1])
+    redis.call('SET', KEYS[1], old)
+  end
+  return old
+end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
 redis.call('XADD', KEYS[3], '*', 'e', ARGV[3], 'p', ARGV[1])
