@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/store/storetest"
 )
 
 // Client is the HTTP client of Do, Post and the admin helpers.
@@ -107,4 +110,90 @@ func (s *Service) adminStatus(path string) (int, error) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	return resp.StatusCode, nil
+}
+
+// Caller is a client of the service's resource routes for a contended
+// history (storetest.Contend): each answer read as the contract's model
+// tells answers apart. Callers of one service share its connections.
+func (s *Service) Caller() storetest.Caller {
+	return httpCaller{s: s, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+}
+
+type httpCaller struct {
+	s      *Service
+	client *http.Client
+}
+
+// wirePlant is a Plant as the API sends it.
+type wirePlant struct {
+	ID   int64   `json:"id"`
+	Name string  `json:"name"`
+	Tag  *string `json:"tag,omitempty"`
+}
+
+func (c httpCaller) Do(ctx context.Context, in storetest.Input) storetest.Output {
+	method, path, body := http.MethodGet, fmt.Sprintf("/plants/%d", in.ID), ""
+	switch in.Kind {
+	case storetest.OpCreate:
+		b, _ := json.Marshal(wirePlant{ID: in.Plant.ID, Name: in.Plant.Name, Tag: in.Plant.Tag})
+		method, path, body = http.MethodPost, "/plants", string(b)
+	case storetest.OpDelete:
+		method = http.MethodDelete
+	case storetest.OpList:
+		path = fmt.Sprintf("/plants?limit=%d", plant.MaxPageLimit)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.s.API+path, strings.NewReader(body))
+	if err != nil {
+		return storetest.Output{Unexpected: err.Error()}
+	}
+	req.Header.Set("Authorization", "Bearer "+c.s.Token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return storetest.Output{} // no answer: indeterminate
+	}
+	defer resp.Body.Close()
+	reply, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return storetest.Output{}
+	}
+	unexpected := storetest.Output{Unexpected: fmt.Sprintf("%s %s: %d %s", method, path, resp.StatusCode, reply)}
+	switch {
+	case resp.StatusCode == http.StatusServiceUnavailable:
+		return storetest.Output{}
+	case in.Kind == storetest.OpCreate && resp.StatusCode == http.StatusOK:
+		var got wirePlant
+		if json.Unmarshal(reply, &got) != nil || !in.Plant.SameContent(plant.Plant{Name: got.Name, Tag: got.Tag}) {
+			return unexpected // a 200 answers the plant as stored (name and tag): the one sent
+		}
+		return storetest.Output{Result: storetest.Stored}
+	case in.Kind == storetest.OpCreate && resp.StatusCode == http.StatusConflict:
+		return storetest.Output{Result: storetest.Conflict}
+	case in.Kind == storetest.OpRead && resp.StatusCode == http.StatusOK:
+		var got wirePlant
+		if json.Unmarshal(reply, &got) != nil || got.ID != in.ID {
+			return unexpected
+		}
+		return storetest.Output{Result: storetest.Found, Plant: plant.Plant{ID: got.ID, Name: got.Name, Tag: got.Tag}}
+	case in.Kind == storetest.OpDelete && resp.StatusCode == http.StatusNoContent:
+		return storetest.Output{Result: storetest.Deleted}
+	case (in.Kind == storetest.OpRead || in.Kind == storetest.OpDelete) && resp.StatusCode == http.StatusNotFound:
+		return storetest.Output{Result: storetest.NotFound}
+	case in.Kind == storetest.OpList && resp.StatusCode == http.StatusOK:
+		var page []wirePlant
+		if json.Unmarshal(reply, &page) != nil {
+			return unexpected
+		}
+		if resp.Header.Get("Link") != "" {
+			return storetest.Output{} // more than one page: no complete view
+		}
+		out := storetest.Output{Result: storetest.Found, Page: map[int64]plant.Plant{}}
+		for _, p := range page {
+			out.Page[p.ID] = plant.Plant{ID: p.ID, Name: p.Name, Tag: p.Tag}
+		}
+		return out
+	}
+	return unexpected
 }

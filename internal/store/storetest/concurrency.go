@@ -27,6 +27,9 @@ const (
 	raceRounds     = 100 // ids raced by creates and deletes, one after another
 	racers         = 4   // goroutines racing on each id
 	racerOps       = 4   // creates or deletes each racer sends per id
+	contenders     = 8   // callers of the linearizability case
+	contendedIDs   = 4   // the ids they share
+	contenderOps   = 400 // operations each
 )
 
 // walkLimits are the page sizes of the walks, in turn: small pages make long

@@ -215,6 +215,17 @@ func Run(t *testing.T, newRepo func(t *testing.T) Repository) {
 
 	runResource(t, newRepo)
 	runConcurrency(t, newRepo)
+
+	// The strongest case: whole histories, not counts of readable ids.
+	t.Run("contended histories are linearizable", func(t *testing.T) {
+		r := newRepo(t)
+		callers := make([]Caller, contenders)
+		for i := range callers {
+			callers[i] = RepositoryCaller(r)
+		}
+		h := Contend(ctx, ContendOptions{Callers: callers, IDs: contendedIDs, Plants: 3, Ops: contenderOps})
+		t.Logf("%v", CheckLinearizable(t, h))
+	})
 }
 
 func mustCreate(t *testing.T, r Repository, p plant.Plant) plant.Plant {
