@@ -2,6 +2,7 @@ package ha
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,11 @@ import (
 // batcher and go-redis's retries are all in the path. No fault is injected:
 // a healthy store must answer as one copy of each plant would.
 func TestChaosLinearizable(t *testing.T) {
-	acks := []string{"--redis-min-replica-acks", "1", "--redis-replica-ack-timeout", "200ms"}
+	// No fault is injected, so the timeouts are generous: a busy machine's
+	// stall makes an answer late, not indeterminate (each indeterminate
+	// operation widens the checker's search).
+	acks := []string{"--redis-min-replica-acks", "1", "--redis-replica-ack-timeout", "1s"}
+	timeouts := []string{"--store-timeout", "3s", "--redis-read-timeout", "2s", "--redis-write-timeout", "2s"}
 	for _, tc := range []struct {
 		scenario string
 		// start starts the topology and returns the service's --redis-addr,
@@ -50,7 +55,7 @@ func TestChaosLinearizable(t *testing.T) {
 			var figures []string
 			for _, batch := range []string{"--redis-batch=true", "--redis-batch=false"} {
 				flush()
-				opts := servicetest.Options{RedisAddr: addr, Extra: append([]string{batch}, extra...)}
+				opts := servicetest.Options{RedisAddr: addr, Extra: slices.Concat([]string{batch}, timeouts, extra)}
 				// Both get the same token: servicetest names it after the test.
 				a, b := servicetest.Start(t, binary, opts), servicetest.Start(t, binary, opts)
 				callers := make([]storetest.Caller, 12)
