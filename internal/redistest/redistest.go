@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -65,11 +66,26 @@ func Start(t testing.TB, extra ...string) *Server {
 }
 
 // startOnFreePorts starts a redis-server on the first of n distinct free
-// ports; extra builds the rest of its command line from all n. A port is
-// free when chosen, not when redis-server binds it: another process may take
-// it in between, so a start that fails on a port in use is tried again on
-// new ones.
+// ports; extra builds the rest of its command line from all n.
 func startOnFreePorts(t testing.TB, n int, extra func(ports []int) []string) *Server {
+	t.Helper()
+	return launchOnFreePorts(t, n, func(ports []int, dir string) []string {
+		return append([]string{
+			"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
+			// A replica's first sync starts at once, not after 5 s (7.0's default).
+			"--repl-diskless-sync-delay", "0",
+		}, extra(ports)...)
+	})
+}
+
+// launchOnFreePorts starts redis-server (a server or a Sentinel) listening
+// on the first of n distinct free ports, with the command line args builds
+// for them and a new data directory (whose redis.log it must log to). A port
+// is free when chosen, not when redis-server binds it: another process may
+// take it in between, so a start that fails on a port in use is tried again
+// on new ones.
+func launchOnFreePorts(t testing.TB, n int, args func(ports []int, dir string) []string) *Server {
 	t.Helper()
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
@@ -78,13 +94,7 @@ func startOnFreePorts(t testing.TB, n int, extra func(ports []int) []string) *Se
 			t.Fatalf("finding free ports for redis-server: %v", err)
 		}
 		dir := t.TempDir()
-		s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), dir: dir}
-		s.args = append([]string{
-			"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
-			// A replica's first sync starts at once, not after 5 s (7.0's default).
-			"--repl-diskless-sync-delay", "0",
-		}, extra(ports)...)
+		s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), dir: dir, args: args(ports, dir)}
 		err = s.launch()
 		if err == nil {
 			t.Cleanup(s.Stop)
@@ -204,20 +214,44 @@ func FreePort() (int, error) {
 	return ports[0], nil
 }
 
-// FreePorts asks the kernel for n distinct free TCP ports on loopback: each
-// is held until all are chosen, since a port just released may be handed
-// out again at once.
+// FreePorts returns n distinct TCP ports free on loopback when chosen, each
+// held until all are. They come from below the kernel's ephemeral range: the
+// kernel hands out ports of that range to every ":0" listener and outgoing
+// connection on the machine, so a port chosen there and closed may be taken
+// before redis-server binds it, or before a stopped server is restarted on
+// it. Below the range only another test's choice can take it; a start that
+// finds it taken is tried again on new ports (startOnFreePorts).
 func FreePorts(n int) ([]int, error) {
+	const lowest = 10000
+	top := ephemeralLow()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("no %d free loopback ports in %d..%d after %d tries", n, lowest, top-1, tries)
+		}
+		port := lowest + rand.IntN(top-lowest)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return nil, err
+			continue // taken, or chosen already and held below
 		}
 		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// net.ipv4.ip_local_port_range; 32768, its default, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil || lo <= 12000 {
+		return 32768
+	}
+	return lo
 }
 
 // Pause stops the server process (SIGSTOP): connections stay open but

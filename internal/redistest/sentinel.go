@@ -180,14 +180,10 @@ func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 	}
 	WaitReplicas(t, master, opts.Replicas, 20*time.Second)
 
-	for i := 0; i < 3; i++ {
-		sport, err := FreePort()
-		if err != nil {
-			t.Fatalf("finding a free port for a sentinel: %v", err)
-		}
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf")
-		text := fmt.Sprintf(`port %d
+	for range 3 {
+		s := launchOnFreePorts(t, 1, func(ports []int, dir string) []string {
+			conf := filepath.Join(dir, "sentinel.conf")
+			text := fmt.Sprintf(`port %d
 bind 127.0.0.1
 dir %s
 logfile %s
@@ -195,14 +191,13 @@ sentinel monitor %s %s %s 2
 sentinel down-after-milliseconds %s %d
 sentinel failover-timeout %s %d
 sentinel parallel-syncs %s 1
-`, sport, dir, filepath.Join(dir, "redis.log"), g.MasterName, host, port,
-			g.MasterName, opts.DownAfter.Milliseconds(), g.MasterName, opts.FailoverTimeout.Milliseconds(), g.MasterName)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(sport)), dir: dir, args: []string{conf, "--sentinel"}}
-		s.Restart()
-		t.Cleanup(s.Stop)
+`, ports[0], dir, filepath.Join(dir, "redis.log"), g.MasterName, host, port,
+				g.MasterName, opts.DownAfter.Milliseconds(), g.MasterName, opts.FailoverTimeout.Milliseconds(), g.MasterName)
+			if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return []string{conf, "--sentinel"}
+		})
 		g.Sentinels = append(g.Sentinels, s)
 	}
 	g.WaitAgreed(master.Addr, opts.Replicas, 30*time.Second)

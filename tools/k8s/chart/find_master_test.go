@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -122,21 +123,19 @@ func (s *sentinelSet) ports(t *testing.T) {
 	t.Fatal("no two ports free on the three loopback addresses")
 }
 
-// freePort returns a port free on all three addresses, 0 when the kernel's
-// choice on the first is taken on another.
+// freePort returns a port free on all three addresses, 0 when the one tried
+// is taken on one of them. It comes from below the kernel's ephemeral range
+// (32768 on): ports of that range go to every ":0" listener and outgoing
+// connection on the machine, and one chosen there could be taken before a
+// pod's server is started, or restarted, on it.
 func (s *sentinelSet) freePort() int {
-	l, err := net.Listen("tcp", s.ip(0)+":0")
-	if err != nil {
-		return 0
-	}
-	defer l.Close()
-	port := l.Addr().(*net.TCPAddr).Port
-	for i := 1; i < 3; i++ {
-		o, err := net.Listen("tcp", net.JoinHostPort(s.ip(i), strconv.Itoa(port)))
+	port := 10000 + rand.IntN(32768-10000)
+	for i := range 3 {
+		l, err := net.Listen("tcp", net.JoinHostPort(s.ip(i), strconv.Itoa(port)))
 		if err != nil {
 			return 0
 		}
-		defer o.Close()
+		defer l.Close()
 	}
 	return port
 }
