@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -235,9 +236,8 @@ func StartRedis(t testing.TB) *Redis {
 // directory of its own, with password as requirepass (none when empty) and
 // the further args (redis-server options, later ones winning); it fails
 // the test when the server does not answer PING. A port is free when
-// chosen, not when redis-server binds it (an outgoing connection may take
-// it in between): a start that fails on a port in use is tried again on
-// another.
+// chosen, not when redis-server binds it (another test may take it in
+// between): a start that fails on a port in use is tried again on another.
 func StartRedisWith(t testing.TB, password string, args ...string) *Redis {
 	t.Helper()
 	bin, err := redisBinary()
@@ -246,11 +246,13 @@ func StartRedisWith(t testing.TB, password string, args ...string) *Redis {
 	}
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		// Below the kernel's ephemeral range (32768 on), which it hands to
+		// every ":0" listener and outgoing connection on the machine.
+		port := 10000 + rand.IntN(32768-10000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken: another port
 		}
-		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		r, err := launchRedis(t, bin, port, password, args)
 		if err == nil {

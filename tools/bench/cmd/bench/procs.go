@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -100,13 +101,20 @@ func (p *proc) logTail() string {
 	return strings.Join(lines, "\n")
 }
 
+// freePort returns a loopback port free when chosen, from below the kernel's
+// ephemeral range (32768 on): ports of that range go to every ":0" listener
+// and outgoing connection on the machine, so one chosen there and closed may
+// be taken before redis-server binds it.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 1000 {
+		port := 10000 + rand.IntN(32768-10000)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			ln.Close()
+			return port, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no free loopback port below 32768 in 1000 tries")
 }
 
 func redisBinary() (string, error) {
