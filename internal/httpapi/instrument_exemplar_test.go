@@ -74,9 +74,19 @@ func TestInstrumentationExemplarsPerBucket(t *testing.T) {
 	if len(got) != 2 || !slices.Contains(values(got), slow) || !slices.Contains(values(got), first) {
 		t.Fatalf("exemplars %v, want the slow request's %s and the fast one's %s in their own buckets", got, slow, first)
 	}
-	second := send("") // the fast bucket again, within 100 ms: no new exemplar
-	if got := exemplars(); slices.Contains(values(got), second) && time.Since(start) < 95*time.Millisecond {
-		t.Errorf("exemplars %v: the fast bucket took %s within 100 ms of its last", got, second)
+	var fastBucket float64
+	for bucket, id := range got {
+		if id == first {
+			fastBucket = bucket
+		}
+	}
+	// The fast bucket again, within 100 ms: its exemplar stays the first's.
+	// (On a busy machine the request may take longer and land in another
+	// bucket, which then takes it as its own: the fast one still keeps the
+	// first's.)
+	send("")
+	if got := exemplars(); got[fastBucket] != first && time.Since(start) < 95*time.Millisecond {
+		t.Errorf("exemplars %v: the fast bucket (%v) took %s within 100 ms of its last", got, fastBucket, got[fastBucket])
 	}
 	time.Sleep(100 * time.Millisecond)
 	again := send("")
