@@ -18,6 +18,21 @@ Names. Every helper takes the root context unless it says otherwise.
 {{- end }}
 {{- end }}
 
+{{/*
+The name of one of the release's objects: fullname and a suffix, fullname cut so that the suffix survives
+and the whole stays within a limit: 63 by default (a DNS label, and a label value: a Job's name becomes its
+pods' job-name label), 52 for a StatefulSet (its controller-revision-hash label adds 11 characters). Any
+release name Helm accepts (53 characters at most) then gives every object a distinct name within its limit.
+Takes (list $ctx suffix [limit]).
+*/}}
+{{- define "plantstore.suffixedName" -}}
+{{- $ctx := index . 0 }}
+{{- $suffix := index . 1 }}
+{{- $limit := 63 }}
+{{- if gt (len .) 2 }}{{ $limit = index . 2 }}{{ end }}
+{{- printf "%s%s" (include "plantstore.fullname" $ctx | trunc (sub $limit (len $suffix) | int) | trimSuffix "-") $suffix }}
+{{- end }}
+
 {{- define "plantstore.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
@@ -97,7 +112,7 @@ The admin Service: the API pods' admin port, inside the cluster only. Its compon
 from the API Service, for the ServiceMonitor's selector.
 */}}
 {{- define "plantstore.admin.fullname" -}}
-{{- printf "%s-admin" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- include "plantstore.suffixedName" (list . "-admin") }}
 {{- end }}
 
 {{- define "plantstore.admin.labels" -}}
@@ -212,7 +227,7 @@ API tokens, from one of three places:
 {{- end }}
 
 {{- define "plantstore.tokens.secretName" -}}
-{{- .Values.auth.existingSecret | default (printf "%s-tokens" (include "plantstore.fullname" .)) }}
+{{- .Values.auth.existingSecret | default (include "plantstore.suffixedName" (list . "-tokens")) }}
 {{- end }}
 
 {{- define "plantstore.tokens.secretKey" -}}
@@ -257,7 +272,7 @@ discovery and key set requests, at /var/run/secrets/plantstore/kubernetes; never
 {{- end }}
 
 {{- define "plantstore.jwt.configMapName" -}}
-{{- printf "%s-jwt-issuers" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- include "plantstore.suffixedName" (list . "-jwt-issuers") }}
 {{- end }}
 
 {{- define "plantstore.jwt.dir" -}}/etc/plantstore/jwt{{- end }}
@@ -368,12 +383,12 @@ the read checks need tests.readTokenSecret.
 {{- end }}
 
 {{- define "plantstore.tests.readerSecretName" -}}
-{{- .Values.tests.readTokenSecret | default (printf "%s-test-reader" (include "plantstore.fullname" .)) }}
+{{- .Values.tests.readTokenSecret | default (include "plantstore.suffixedName" (list . "-test-reader")) }}
 {{- end }}
 
 {{/* Redis (the chart's own StatefulSet). */}}
 {{- define "plantstore.redis.fullname" -}}
-{{- printf "%s-redis" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- include "plantstore.suffixedName" (list . "-redis" 52) }}
 {{- end }}
 
 {{- define "plantstore.redis.labels" -}}
@@ -453,7 +468,7 @@ of `plantstore ensure-secrets` name each Secret to keep, for nindent.
 {{- end }}
 
 {{- define "plantstore.secretsJob.fullname" -}}
-{{- printf "%s-secrets" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- include "plantstore.suffixedName" (list . "-secrets") }}
 {{- end }}
 
 {{- define "plantstore.secretsJob.labels" -}}
@@ -650,7 +665,7 @@ embedded store has no 1.0.0 keys).
 {{- end }}
 
 {{- define "plantstore.migration.fullname" -}}
-{{- printf "%s-migrate" (include "plantstore.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- include "plantstore.suffixedName" (list . "-migrate") }}
 {{- end }}
 
 {{- define "plantstore.migration.labels" -}}
@@ -783,6 +798,15 @@ every released chart's values with --reuse-values).
 {{- end }}
 {{- if gt (int $s.quorum) (int $s.replicas) }}
 {{- include "plantstore.fail" (printf "redis.sentinel.quorum %d is more than the %d Sentinels (redis.sentinel.replicas)" (int $s.quorum) (int $s.replicas)) }}
+{{- end }}
+{{- if eq (mod (int $s.replicas) 2) 0 }}
+{{- include "plantstore.fail" (printf "redis.sentinel.replicas %d is even: Sentinels elect a leader by majority, so an odd count (3, 5) survives as many failures as the even count above it" (int $s.replicas)) }}
+{{- end }}
+{{- if ge (int $s.minReplicasToWrite) (int $s.replicas) }}
+{{- include "plantstore.fail" (printf "redis.sentinel.minReplicasToWrite %d needs more than that many Redis servers (redis.sentinel.replicas is %d): one is the master" (int $s.minReplicasToWrite) (int $s.replicas)) }}
+{{- end }}
+{{- if and (gt (int $s.minReplicasToWrite) 0) (ge (mul (int $s.minReplicasMaxLag) 1000) (int $s.downAfterMilliseconds)) }}
+{{- include "plantstore.fail" (printf "redis.sentinel.minReplicasMaxLag %ds must be below downAfterMilliseconds (%dms): a master cut off from its replicas must refuse writes before the Sentinels beyond the cut promote a replica" (int $s.minReplicasMaxLag) (int $s.downAfterMilliseconds)) }}
 {{- end }}
 {{- end }}
 {{- if and $ext.existingSecret (not $ext.existingSecretKey) }}
@@ -955,6 +979,14 @@ replica-priority 100
 # Sentinel leading a failover meanwhile holds back its announcement of the new master until that
 # replica has its copy: clients listening to it kept writing to the old master for those 5 seconds.
 repl-diskless-sync-delay 0
+{{- with .Values.redis.sentinel }}
+{{- if .minReplicasToWrite }}
+# A master that fewer replicas have heard from within the lag refuses writes from any client: cut off
+# from its replicas (a partition), it stops taking writes that the failover beyond the cut would drop.
+min-replicas-to-write {{ .minReplicasToWrite }}
+min-replicas-max-lag {{ .minReplicasMaxLag }}
+{{- end }}
+{{- end }}
 # replicaof (unless this pod starts as the master) and replica-announce-ip, written at start.
 include /run/redis/replication.conf
 {{- end }}

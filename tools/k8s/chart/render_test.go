@@ -120,12 +120,18 @@ func renderTemplate(t testing.TB, files []string, maps ...map[string]any) (rende
 // renderTemplateOn is renderTemplate with another --kube-version.
 func renderTemplateOn(t testing.TB, kubeVersion string, files []string, maps ...map[string]any) (rendered, error) {
 	t.Helper()
+	return renderRelease(t, releaseName, kubeVersion, files, maps...)
+}
+
+// renderRelease is renderTemplateOn with another release name.
+func renderRelease(t testing.TB, release, kubeVersion string, files []string, maps ...map[string]any) (rendered, error) {
+	t.Helper()
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	install.DryRun = true
 	install.ClientOnly = true
 	install.Replace = true
 	install.IncludeCRDs = true
-	install.ReleaseName = releaseName
+	install.ReleaseName = release
 	install.Namespace = namespace
 	kv, err := chartutil.ParseKubeVersion(kubeVersion)
 	if err != nil {

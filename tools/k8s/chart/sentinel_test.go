@@ -80,6 +80,17 @@ func TestSentinelArchitecture(t *testing.T) {
 	if want := []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"}; !reflect.DeepEqual(keys, want) {
 		t.Errorf("Redis pods spread over %v, want %v", keys, want)
 	}
+	// The zone is a hard constraint, and a zone whose nodes are tainted (a
+	// node lost) is not one to fill: its server starts in another zone.
+	zone := list(spec, "topologySpreadConstraints")[0].(map[string]any)
+	if str(zone, "whenUnsatisfiable") != "DoNotSchedule" || str(zone, "nodeTaintsPolicy") != "Honor" || fmt.Sprint(zone["maxSkew"]) != "1" {
+		t.Errorf("the Redis pods' zone constraint is %v, want maxSkew 1, DoNotSchedule, nodeTaintsPolicy Honor", zone)
+	}
+	// A master cut off from its replicas refuses writes from any client
+	// before the Sentinels beyond the cut (down-after 5 s) promote one.
+	if redisConf := str(r.get(t, "ConfigMap", "plantstore-redis").Obj, "data", "redis.conf"); !strings.Contains(redisConf, "\nmin-replicas-to-write 1\nmin-replicas-max-lag 3\n") {
+		t.Errorf("redis.conf does not make an isolated master refuse writes:\n%s", redisConf)
+	}
 
 	hosts := []string{
 		"plantstore-redis-0.plantstore-redis.plantstore.svc",
@@ -224,5 +235,29 @@ func TestStandaloneUnchangedBySentinelValues(t *testing.T) {
 	}
 	if container(podSpec(now.get(t, "StatefulSet", "plantstore-redis")), "sentinel") != nil {
 		t.Error("a standalone Redis pod has a Sentinel")
+	}
+}
+
+// TestSentinelValuesRefused: values that would break the set fail the
+// render, saying why.
+func TestSentinelValuesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		sentinel map[string]any
+		want     string
+	}{
+		{map[string]any{"replicas": 4}, "redis.sentinel.replicas 4 is even"},
+		{map[string]any{"minReplicasToWrite": 3}, "redis.sentinel.minReplicasToWrite 3 needs more than that many Redis servers"},
+		{map[string]any{"minReplicasMaxLag": 5}, "redis.sentinel.minReplicasMaxLag 5s must be below downAfterMilliseconds (5000ms)"},
+	} {
+		_, err := renderTemplate(t, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": tc.sentinel}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("redis.sentinel %v: render error %v, want %q", tc.sentinel, err, tc.want)
+		}
+	}
+	// Off, and with a lag the down-after allows: rendered.
+	for _, sentinel := range []map[string]any{{"minReplicasToWrite": 0, "minReplicasMaxLag": 60}, {"minReplicasMaxLag": 9, "downAfterMilliseconds": 10000}} {
+		if _, err := renderTemplate(t, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": sentinel}}); err != nil {
+			t.Errorf("redis.sentinel %v: %v", sentinel, err)
+		}
 	}
 }
