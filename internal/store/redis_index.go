@@ -136,28 +136,20 @@ func parseIndexMember(m string) (int64, error) {
 // Not nil for a create, the common answer: go-redis treats a nil reply as an
 // error (redis.Nil), and a pipeline's error runs its retry classification,
 // a dozen errors.As each allocating, on every create.
-var createScript = redis.NewScript(`
-local old = redis.call('GET', KEYS[1])
-if old then
-  if old == ARGV[1] and ARGV[3] == '1' then
-    redis.call('DEL', KEYS[1])
-    redis.call('SET', KEYS[1], old)
-  end
-  return old
-end
-redis.call('SET', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], 0, ARGV[2])
-return 0
-`)
+var createScript = redis.NewScript(createLua(3, ""))
 
 // createEventScript is createScript that also records the plant.created
 // event (ARGV[3], its envelope) in the shard's outbox stream (KEYS[3]),
 // beside the plant as stored: the event exists exactly when the plant was
 // created. A replay or a conflict records nothing.
-var createEventScript = redis.NewScript(`
-local old = redis.call('GET', KEYS[1])
+var createEventScript = redis.NewScript(createLua(4, "redis.call('XADD', KEYS[3], '*', 'e', ARGV[3], 'p', ARGV[1])\n"))
+
+// createLua is a create script whose replay flag is ARGV[flag] and which
+// runs also after storing and indexing the plant.
+func createLua(flag int, also string) string {
+	return fmt.Sprintf(`local old = redis.call('GET', KEYS[1])
 if old then
-  if old == ARGV[1] and ARGV[4] == '1' then
+  if old == ARGV[1] and ARGV[%d] == '1' then
     redis.call('DEL', KEYS[1])
     redis.call('SET', KEYS[1], old)
   end
@@ -165,9 +157,9 @@ if old then
 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
-redis.call('XADD', KEYS[3], '*', 'e', ARGV[3], 'p', ARGV[1])
-return 0
-`)
+%sreturn 0
+`, flag, also)
+}
 
 // deleteEventScript is deleteScript that also records the plant.deleted
 // event (ARGV[2]) with the plant it removed.
