@@ -417,6 +417,62 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: redis
 {{- end }}
 
+{{/*
+The Redis pods' ServiceAccount: their own, not the namespace's default, and without a token (Redis calls no
+API). Named as the StatefulSet.
+*/}}
+{{- define "plantstore.redis.serviceAccountName" -}}
+{{- include "plantstore.suffixedName" (list . "-redis" 52) }}
+{{- end }}
+
+{{/*
+The labels of the Redis data PVCs (the StatefulSet's volume claim template), as JSON: the selector labels, the
+same as every chart before, and commonLabels. Never the chart's version nor anything else that changes with the
+chart: Kubernetes refuses any change of a StatefulSet's volumeClaimTemplates, so such a label would fail every
+upgrade. plantstore.validate compares them with the running StatefulSet's.
+*/}}
+{{- define "plantstore.redis.claimLabels" -}}
+{{- $labels := deepCopy (.Values.commonLabels | default dict) }}
+{{- range list "helm.sh/chart" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "app.kubernetes.io/part-of" }}{{ $_ := unset $labels . }}{{ end }}
+{{- $_ := set $labels "app.kubernetes.io/name" (include "plantstore.name" .) }}
+{{- $_ = set $labels "app.kubernetes.io/instance" .Release.Name }}
+{{- $_ = set $labels "app.kubernetes.io/component" "redis" }}
+{{- toJson $labels }}
+{{- end }}
+
+{{/*
+The StorageClass of the Redis data PVCs: redis.persistence.storageClass, else global.storageClass; "-" (render
+storageClassName "", no dynamic provisioning) or empty (leave it out: the cluster's default StorageClass) as
+the values say.
+*/}}
+{{- define "plantstore.redis.storageClass" -}}
+{{- .Values.redis.persistence.storageClass | default (.Values.global | default dict).storageClass | default "" }}
+{{- end }}
+
+{{/*
+The Redis StatefulSet's volume claim template, which Kubernetes never lets change: when the release's StatefulSet
+exists (lookup: helm install and upgrade; `helm template` sees none) and these values would change its labels
+(commonLabels) or StorageClass, the render stops with what to do, before Helm changes anything, rather than
+the API server refusing the StatefulSet halfway through the upgrade.
+*/}}
+{{- define "plantstore.redis.checkClaimTemplate" -}}
+{{- $name := include "plantstore.redis.fullname" . }}
+{{- $sts := lookup "apps/v1" "StatefulSet" .Release.Namespace $name | default dict }}
+{{- range dig "spec" "volumeClaimTemplates" list $sts }}
+{{- if eq (dig "metadata" "name" "" .) "data" }}
+{{- $liveLabels := toJson (dig "metadata" "labels" dict .) }}
+{{- $wantLabels := include "plantstore.redis.claimLabels" $ }}
+{{- $spec := dig "spec" dict . }}
+{{- $liveClass := "" }}
+{{- if hasKey $spec "storageClassName" }}{{ $liveClass = get $spec "storageClassName" | default "-" }}{{ end }}
+{{- $wantClass := include "plantstore.redis.storageClass" $ }}
+{{- if or (ne $liveLabels $wantLabels) (ne $liveClass $wantClass) }}
+{{- include "plantstore.fail" (printf "the Redis StatefulSet %s has PVC labels %s and storageClass %q, and these values would change them to %s and %q (commonLabels; redis.persistence.storageClass, else global.storageClass; \"\" is the cluster's default, \"-\" none): Kubernetes refuses any change of a StatefulSet's volumeClaimTemplates. Either set those values back, or recreate the StatefulSet and leave its pods and PVCs in place: `kubectl delete statefulset %s -n %s --cascade=orphan`, then upgrade again (the PVCs that exist keep their labels and StorageClass; new ones get these)" $name $liveLabels $liveClass $wantLabels $wantClass $name $.Release.Namespace) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Whether the chart's Redis runs as a master, replicas and Sentinels (redis.architecture sentinel). */}}
 {{- define "plantstore.redis.sentinel" -}}
 {{- if and .Values.redis.enabled (eq (toString (.Values.redis.architecture | default "standalone")) "sentinel") }}true{{ end }}
@@ -444,6 +500,11 @@ which every pod of the namespace resolves (publishNotReadyAddresses: a pod still
 {{- define "plantstore.redis.minReplicaAcks" -}}
 {{- $acks := .Values.config.redis.minReplicaAcks }}
 {{- if kindIs "invalid" $acks }}{{ ternary 1 0 (eq (include "plantstore.redis.sentinel" .) "true") }}{{ else }}{{ $acks | int }}{{ end }}
+{{- end }}
+
+{{/* The `helm test` pod's ServiceAccount: its own, without a token, a plain object of the release. */}}
+{{- define "plantstore.tests.serviceAccountName" -}}
+{{- include "plantstore.suffixedName" (list . "-test") }}
 {{- end }}
 
 {{- define "plantstore.redis.secretName" -}}
@@ -753,8 +814,28 @@ every released chart's values with --reuse-values).
 {{- end }}
 {{- $v := .Values }}
 {{- $ext := $v.externalRedis }}
+{{- /* labels: the chart's own are what its selectors match on */}}
+{{- range $key, $_ := $v.commonLabels }}
+{{- if has $key (list "helm.sh/chart" "app.kubernetes.io/name" "app.kubernetes.io/instance" "app.kubernetes.io/version" "app.kubernetes.io/managed-by" "app.kubernetes.io/part-of" "app.kubernetes.io/component") }}
+{{- include "plantstore.fail" (printf "commonLabels.%s: the chart sets this label itself on every object, and its selectors match on the app.kubernetes.io labels (a pod labelled otherwise falls out of its Deployment, Service and NetworkPolicy), so commonLabels cannot replace it. Remove %s from commonLabels: app.kubernetes.io/name follows nameOverride, app.kubernetes.io/instance the release name; for a label of your own use a key of your own, e.g. example.com/part-of" $key $key) }}
+{{- end }}
+{{- end }}
+{{- /*
+security contexts: rendered as given. Bitnami's charts take an `enabled` switch inside theirs
+(podSecurityContext.enabled, containerSecurityContext.enabled); here it would reach the API server, which
+refuses it, so it is refused now with what to write instead.
+*/}}
+{{- $contexts := dict "podSecurityContext" $v.podSecurityContext "securityContext" $v.securityContext "redis.podSecurityContext" $v.redis.podSecurityContext "redis.securityContext" $v.redis.securityContext "redis.metrics.containerSecurityContext" (dig "metrics" "containerSecurityContext" dict $v.redis) }}
+{{- range $path, $sc := $contexts }}
+{{- if and (kindIs "map" $sc) (hasKey $sc "enabled") }}
+{{- include "plantstore.fail" (printf "%s.enabled (%v): this chart takes %s as given, as the Kubernetes securityContext it renders, and `enabled` is no field of one: it is another chart's switch (Bitnami's), which the API server would refuse. Remove %s.enabled. To keep the chart's restricted settings set nothing more; to change one set its field (%s.runAsUser: 1001); to leave one to the platform, as OpenShift assigns the user and group, set it to null (%s.runAsUser: null)" $path (get $sc "enabled") $path $path $path $path) }}
+{{- end }}
+{{- end }}
 {{- /* the Gateway route */}}
 {{- with $v.httpRoute }}
+{{- if and .enabled (not .parentRefs) }}
+{{- include "plantstore.fail" "httpRoute.enabled needs httpRoute.parentRefs: the Gateway, or one of its listeners, that the route attaches to, e.g. [{name: shared, namespace: gateway, sectionName: https}]; without one no Gateway serves it. Add one, or set httpRoute.enabled=false" }}
+{{- end }}
 {{- if and .enabled .timeouts.request .timeouts.backendRequest }}
 {{- $attempts := add 1 (int .retry.attempts) }}
 {{- $request := include "plantstore.gatewayDurationMs" .timeouts.request | int }}
@@ -893,6 +974,10 @@ every released chart's values with --reuse-values).
 {{- if ge (include "plantstore.durationMs" $settle | float64) (mulf (int $v.migration.activeDeadlineSeconds) 1000.0) }}
 {{- include "plantstore.fail" (printf "migration.activeDeadlineSeconds (%ds) must exceed the migration's settle time (%s, migration.settle or terminationGracePeriodSeconds + 5s): otherwise the Job is killed before it can succeed" (int $v.migration.activeDeadlineSeconds) $settle) }}
 {{- end }}
+{{- end }}
+{{- /* the Redis PVCs: their claim template cannot change */}}
+{{- if $v.redis.enabled }}
+{{- include "plantstore.redis.checkClaimTemplate" . }}
 {{- end }}
 {{- /* scaling */}}
 {{- if and $v.autoscaling.enabled (gt (int $v.autoscaling.minReplicas) (int $v.autoscaling.maxReplicas)) }}

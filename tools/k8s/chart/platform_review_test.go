@@ -1,0 +1,475 @@
+package chart
+
+// The gaps a platform team's review of the chart found, each closed with a
+// render test: quantities, containers without an image, Bitnami's security
+// context switches, schema messages that said nothing, global.storageClass,
+// a LoadBalancer's settings, the Redis PVCs' labels, the pods that ran as the
+// namespace's default ServiceAccount, and the test pod's scheduling.
+
+import (
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+)
+
+// valueAt builds the nested values map of a dotted path.
+func valueAt(path string, v any) map[string]any {
+	keys := strings.Split(path, ".")
+	out := map[string]any{keys[len(keys)-1]: v}
+	for i := len(keys) - 2; i >= 0; i-- {
+		out = map[string]any{keys[i]: out}
+	}
+	return out
+}
+
+// mustFail renders and returns the error, failing the test when the render
+// succeeds or its error lacks one of the wanted phrases.
+func mustFail(t testing.TB, want []string, files []string, maps ...map[string]any) string {
+	t.Helper()
+	_, err := renderTemplate(t, files, maps...)
+	if err == nil {
+		t.Fatalf("rendered; want an error saying %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("the error does not say %q:\n%v", w, err)
+		}
+	}
+	return err.Error()
+}
+
+// resourcesValues are every resources value of the chart, with the workload
+// and container (or init container) its value lands on, and the values that
+// render that container.
+var resourcesValues = []struct {
+	path, kind, name, container string
+	on                          map[string]any
+}{
+	{"resources", "Deployment", "plantstore", "plantstore", nil},
+	{"redis.resources", "StatefulSet", "plantstore-redis", "redis", nil},
+	{"redis.sentinel.resources", "StatefulSet", "plantstore-redis", "sentinel", valueAt("redis.architecture", "sentinel")},
+	{"redis.metrics.resources", "StatefulSet", "plantstore-redis", "redis-exporter", valueAt("redis.metrics.enabled", true)},
+	{"redis.metrics.resources", "StatefulSet", "plantstore-redis", "redis-exporter-auth", valueAt("redis.metrics.enabled", true)},
+	{"migration.resources", "Job", "plantstore-migrate", "migrate", nil},
+	{"secretsJob.resources", "Job", "plantstore-secrets", "ensure-secrets", nil},
+	{"tests.resources", "Pod", "plantstore-test-create-plant", "create-plant", nil},
+}
+
+// anyContainer is the named container or init container of a pod spec.
+func anyContainer(spec map[string]any, name string) map[string]any {
+	for _, key := range []string{"containers", "initContainers"} {
+		for _, c := range list(spec, key) {
+			if c := c.(map[string]any); c["name"] == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// Every resources value takes Kubernetes quantities (a string of the
+// quantity grammar, or a number) and nothing else: `limits.memory: lots`
+// used to reach the API server.
+func TestResourceQuantities(t *testing.T) {
+	for _, rv := range resourcesValues {
+		t.Run(rv.path+"/"+rv.container, func(t *testing.T) {
+			for _, bad := range []any{"lots", "-1Gi", "1 Gi", "512MB", -1} {
+				mustFail(t, []string{rv.path + ".limits.memory"}, nil, rv.on, valueAt(rv.path+".limits.memory", bad))
+			}
+			mustFail(t, []string{rv.path + ": Additional property limit is not allowed"}, nil, rv.on, valueAt(rv.path+".limit", map[string]any{"memory": "1Gi"}))
+
+			for _, good := range []any{"512Mi", "0.5", "500m", "1", 1, 0.5, "1e3", "1.5Gi"} {
+				r, err := renderTemplate(t, nil, rv.on, valueAt(rv.path+".requests.cpu", good), valueAt(rv.path+".limits.memory", "512Mi"))
+				if err != nil {
+					t.Errorf("requests.cpu %#v refused: %v", good, err)
+					continue
+				}
+				c := anyContainer(podSpec(r.get(t, rv.kind, rv.name)), rv.container)
+				if c == nil {
+					t.Fatalf("%s/%s has no container %s", rv.kind, rv.name, rv.container)
+				}
+				if got := dig(c, "resources", "requests", "cpu"); fmt.Sprint(got) != fmt.Sprint(good) {
+					t.Errorf("container %s: requests.cpu %v, want %v", rv.container, got, good)
+				}
+			}
+		})
+	}
+	// The definition is shared: every resources value of the schema uses it.
+	b, err := os.ReadFile(chartDir + "/values.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	if n, want := strings.Count(s, `"$ref": "#/$defs/resources"`), len(resourcesValues)-1; n != want {
+		t.Errorf("%d resources values use $defs/resources, want %d", n, want)
+	}
+}
+
+// An init container or a sidecar needs a name and an image.
+func TestExtraContainersNeedAnImage(t *testing.T) {
+	for _, key := range []string{"sidecars", "initContainers"} {
+		mustFail(t, []string{key + ".0: image is required"}, nil, map[string]any{key: []any{map[string]any{"name": "proxy"}}})
+		mustFail(t, []string{key + ".0: name is required"}, nil, map[string]any{key: []any{map[string]any{"image": "busybox:1.36"}}})
+		mustRender(t, nil, map[string]any{key: []any{map[string]any{"name": "proxy", "image": "busybox:1.36"}}})
+	}
+}
+
+// Bitnami's `enabled` switch inside a security context is refused at render,
+// with what to write instead, rather than by the API server after Helm has
+// begun to change the release.
+func TestSecurityContextEnabledSwitchRefused(t *testing.T) {
+	for _, path := range []string{"podSecurityContext", "securityContext", "redis.podSecurityContext", "redis.securityContext", "redis.metrics.containerSecurityContext"} {
+		for _, enabled := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s.enabled=%v", path, enabled), func(t *testing.T) {
+				mustFail(t, []string{
+					fmt.Sprintf("%s.enabled (%v)", path, enabled),
+					"this chart takes " + path + " as given",
+					"another chart's switch",
+					"Remove " + path + ".enabled",
+					path + ".runAsUser: null",
+				}, nil, valueAt(path+".enabled", enabled))
+			})
+		}
+	}
+	// What the message says to do renders: a field left to the platform.
+	r := mustRender(t, nil, map[string]any{"podSecurityContext": map[string]any{"runAsUser": nil, "runAsGroup": nil, "fsGroup": nil}})
+	sc := podSpec(r.get(t, "Deployment", "plantstore"))["securityContext"].(map[string]any)
+	if _, ok := sc["runAsUser"]; ok || sc["runAsNonRoot"] != true {
+		t.Errorf("podSecurityContext with runAsUser: null rendered %v, want runAsUser gone and the rest kept", sc)
+	}
+}
+
+// The rules that failed with the schema library's generic words (`not`,
+// if/then) fail with a sentence that says what is wrong.
+func TestRefusalsSayWhatIsWrong(t *testing.T) {
+	for _, key := range []string{"helm.sh/chart", "app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version",
+		"app.kubernetes.io/managed-by", "app.kubernetes.io/part-of", "app.kubernetes.io/component"} {
+		t.Run("commonLabels."+key, func(t *testing.T) {
+			msg := mustFail(t, []string{"commonLabels." + key + ": the chart sets this label itself", "Remove " + key + " from commonLabels"},
+				nil, map[string]any{"commonLabels": map[string]any{key: "x"}})
+			if strings.Contains(msg, "(not)") || strings.Contains(msg, "Must not validate") {
+				t.Errorf("the schema's generic message is still there: %s", msg)
+			}
+		})
+	}
+	// Labels of one's own, app.kubernetes.io ones the chart does not set among them, still pass.
+	mustRender(t, nil, map[string]any{"commonLabels": map[string]any{"example.com/team": "plants", "app.kubernetes.io/created-by": "platform"}})
+
+	for name, route := range map[string]map[string]any{
+		"no parentRefs":    {"enabled": true},
+		"empty parentRefs": {"enabled": true, "parentRefs": []any{}},
+	} {
+		t.Run("httpRoute/"+name, func(t *testing.T) {
+			msg := mustFail(t, []string{"httpRoute.enabled needs httpRoute.parentRefs", "sectionName", "httpRoute.enabled=false"},
+				nil, map[string]any{"httpRoute": route})
+			if strings.Contains(msg, "if/then") || strings.Contains(msg, "Must validate") || strings.Contains(msg, "Array must have at least") {
+				t.Errorf("the schema's generic message is still there: %s", msg)
+			}
+		})
+	}
+	// A route that is off needs no parent.
+	mustRender(t, nil, map[string]any{"httpRoute": map[string]any{"enabled": false, "parentRefs": []any{}}})
+}
+
+// storageClassName of the Redis data PVCs; present false when the field is
+// left out.
+func redisStorageClass(t testing.TB, r rendered) (class string, present bool) {
+	t.Helper()
+	vct := list(r.get(t, "StatefulSet", "plantstore-redis").Obj, "spec", "volumeClaimTemplates")[0].(map[string]any)
+	v, ok := dig(vct, "spec").(map[string]any)["storageClassName"]
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+// global.storageClass is the default StorageClass of the chart's PVCs;
+// redis.persistence.storageClass wins; "-" means storageClassName "" (no
+// dynamic provisioning), and nothing set leaves the field out.
+func TestGlobalStorageClass(t *testing.T) {
+	for _, c := range []struct {
+		global, redis string
+		want          string
+		present       bool
+	}{
+		{"", "", "", false},
+		{"fast-ssd", "", "fast-ssd", true},
+		{"fast-ssd", "slow-hdd", "slow-hdd", true},
+		{"", "slow-hdd", "slow-hdd", true},
+		{"-", "", "", true},
+		{"fast-ssd", "-", "", true},
+		{"-", "slow-hdd", "slow-hdd", true},
+	} {
+		t.Run(fmt.Sprintf("global=%q,redis=%q", c.global, c.redis), func(t *testing.T) {
+			for _, set := range []string{"", sentinelValues} {
+				var files []string
+				if set != "" {
+					files = []string{set}
+				}
+				r := mustRender(t, files, map[string]any{
+					"global": map[string]any{"storageClass": c.global},
+					"redis":  map[string]any{"persistence": map[string]any{"storageClass": c.redis}},
+				})
+				if got, present := redisStorageClass(t, r); got != c.want || present != c.present {
+					t.Errorf("%s: storageClassName %q (set: %v), want %q (set: %v)", set, got, present, c.want, c.present)
+				}
+			}
+		})
+	}
+}
+
+// service.loadBalancerSourceRanges and loadBalancerClass reach a
+// LoadBalancer Service, externalTrafficPolicy a LoadBalancer or NodePort one;
+// a ClusterIP Service gets none of them (the API server refuses them there).
+func TestLoadBalancerService(t *testing.T) {
+	lb := map[string]any{
+		"loadBalancerSourceRanges": []any{"203.0.113.0/24", "2001:db8::/32"},
+		"externalTrafficPolicy":    "Local",
+		"loadBalancerClass":        "service.k8s.aws/nlb",
+	}
+	for _, c := range []struct {
+		typ  string
+		want []string // the fields rendered
+	}{
+		{"LoadBalancer", []string{"loadBalancerSourceRanges", "externalTrafficPolicy", "loadBalancerClass"}},
+		{"NodePort", []string{"externalTrafficPolicy"}},
+		{"ClusterIP", nil},
+	} {
+		t.Run(c.typ, func(t *testing.T) {
+			values := deepCopy(t, lb)
+			values["type"] = c.typ
+			spec := dig(mustRender(t, nil, map[string]any{"service": values}).get(t, "Service", "plantstore").Obj, "spec").(map[string]any)
+			for field, v := range lb {
+				got, ok := spec[field]
+				if want := contains(c.want, field); ok != want {
+					t.Errorf("type %s: %s rendered %v, want rendered %v", c.typ, field, ok, want)
+				} else if ok && !reflect.DeepEqual(got, v) {
+					t.Errorf("type %s: %s %v, want %v", c.typ, field, got, v)
+				}
+			}
+			// Defaults: nothing more than the type.
+			spec = dig(mustRender(t, nil, valueAt("service.type", c.typ)).get(t, "Service", "plantstore").Obj, "spec").(map[string]any)
+			for field := range lb {
+				if _, ok := spec[field]; ok {
+					t.Errorf("type %s with the defaults: %s rendered", c.typ, field)
+				}
+			}
+		})
+	}
+	// The admin Service stays ClusterIP without any of them.
+	r := mustRender(t, nil, map[string]any{"service": map[string]any{"type": "LoadBalancer", "externalTrafficPolicy": "Local", "loadBalancerSourceRanges": []any{"203.0.113.0/24"}}})
+	admin := dig(r.get(t, "Service", "plantstore-admin").Obj, "spec").(map[string]any)
+	if admin["type"] != nil && admin["type"] != "ClusterIP" || admin["externalTrafficPolicy"] != nil || admin["loadBalancerSourceRanges"] != nil {
+		t.Errorf("the admin Service took the API Service's settings: %v", admin)
+	}
+	mustFail(t, []string{"service.externalTrafficPolicy must be one of the following"}, nil, valueAt("service.externalTrafficPolicy", "Nearest"))
+	mustFail(t, []string{"service.loadBalancerSourceRanges.0: Does not match pattern"}, nil, valueAt("service.loadBalancerSourceRanges", []any{"office"}))
+}
+
+// The Redis PVCs carry commonLabels beside the selector labels they always
+// had, and nothing that changes with the chart's version: a StatefulSet's
+// volume claim template never changes, so such a label would fail every
+// upgrade.
+func TestRedisPVCsCarryCommonLabels(t *testing.T) {
+	claimLabels := func(r rendered) map[string]any {
+		vct := list(r.get(t, "StatefulSet", "plantstore-redis").Obj, "spec", "volumeClaimTemplates")[0].(map[string]any)
+		labels, _ := dig(vct, "metadata", "labels").(map[string]any)
+		return labels
+	}
+	selector := map[string]any{"app.kubernetes.io/name": "plantstore", "app.kubernetes.io/instance": releaseName, "app.kubernetes.io/component": "redis"}
+	// The defaults: the labels every chart before gave them, so that an upgrade leaves the template alone.
+	if got := claimLabels(mustRender(t, nil)); !reflect.DeepEqual(got, selector) {
+		t.Errorf("PVC labels %v with the defaults, want the selector labels alone %v", got, selector)
+	}
+	values := readYAML(t, chartDir+"/"+hatches)
+	common := values["commonLabels"].(map[string]any)
+	for _, set := range []string{hatches, sentinelValues} {
+		got := claimLabels(mustRender(t, []string{set}, map[string]any{"commonLabels": common}))
+		want := map[string]any{}
+		for k, v := range selector {
+			want[k] = v
+		}
+		for k, v := range common {
+			want[k] = v
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: PVC labels %v, want the selector labels and commonLabels %v", set, got, want)
+		}
+	}
+}
+
+// fakeCluster answers the chart's lookups from the objects it holds, as the
+// API server answers `helm upgrade`'s.
+type fakeCluster struct {
+	client *dynamicfake.FakeDynamicClient
+}
+
+func (c fakeCluster) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableResourceInterface, bool, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, false, err
+	}
+	return c.client.Resource(gv.WithResource(strings.ToLower(kind) + "s")), true, nil
+}
+
+// renderUpgradeOn renders the chart as `helm upgrade` does against a cluster
+// holding objects: lookup finds them.
+func renderUpgradeOn(t testing.TB, objects []map[string]any, maps ...map[string]any) error {
+	t.Helper()
+	var objs []runtime.Object
+	for _, o := range objects {
+		objs = append(objs, &unstructured.Unstructured{Object: deepCopy(t, o)})
+	}
+	cluster := fakeCluster{dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...)}
+	c := loadChart(t)
+	caps := chartutil.DefaultCapabilities.Copy()
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps.KubeVersion = *kv
+	top, err := chartutil.ToRenderValues(c, userValues(t, nil, maps...),
+		chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 2, IsUpgrade: true}, caps)
+	if err != nil {
+		return err
+	}
+	_, err = engine.RenderWithClientProvider(c, top, cluster)
+	return err
+}
+
+// An upgrade that would change the running Redis StatefulSet's volume claim
+// template (commonLabels, the StorageClass), which the API server refuses
+// once Helm has begun to change the release, stops at render with what to
+// do; an upgrade that leaves it alone renders.
+func TestRedisClaimTemplateChangeStopsTheUpgrade(t *testing.T) {
+	// The StatefulSet as the defaults, or the values given, installed it.
+	running := func(values map[string]any) map[string]any {
+		r := mustRender(t, nil, values)
+		return r.get(t, "StatefulSet", "plantstore-redis").Obj
+	}
+	labels := map[string]any{"commonLabels": map[string]any{"example.com/team": "plants"}}
+	fast := valueAt("global.storageClass", "fast-ssd")
+	for _, c := range []struct {
+		name              string
+		installed, values map[string]any
+		want              []string // nil: renders
+	}{
+		{"defaults, unchanged", nil, nil, nil},
+		{"commonLabels, unchanged", labels, labels, nil},
+		{"storageClass, unchanged", fast, fast, nil},
+		{"the class named by redis.persistence instead of global", fast, valueAt("redis.persistence.storageClass", "fast-ssd"), nil},
+		{"commonLabels added", nil, labels, []string{
+			`the Redis StatefulSet plantstore-redis has PVC labels {"app.kubernetes.io/component":"redis"`,
+			`"example.com/team":"plants"`, "commonLabels",
+			"kubectl delete statefulset plantstore-redis -n plantstore --cascade=orphan", "set those values back",
+		}},
+		{"commonLabels removed", labels, nil, []string{"has PVC labels", "--cascade=orphan"}},
+		{"global.storageClass set", nil, fast, []string{`storageClass "",`, `"fast-ssd"`, "global.storageClass", "--cascade=orphan"}},
+		{"storageClass changed to none", fast, valueAt("redis.persistence.storageClass", "-"), []string{`storageClass "fast-ssd"`, `"-"`, "--cascade=orphan"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := renderUpgradeOn(t, []map[string]any{running(c.installed)}, c.values)
+			if c.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("rendered; want the claim template's refusal")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error does not say %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+	// A first install (no StatefulSet yet) takes any value.
+	if err := renderUpgradeOn(t, nil, labels, fast); err != nil {
+		t.Errorf("with no StatefulSet running: %v", err)
+	}
+}
+
+// The Redis pods and the `helm test` pod run as ServiceAccounts of their own,
+// never the namespace's default, with no token on the account or the pod; the
+// test pod's is a plain object of the release (Helm 3's `helm test --logs`
+// reads every test hook's log as a pod's).
+func TestOwnServiceAccounts(t *testing.T) {
+	for _, set := range []string{"", sentinelValues, hatches} {
+		var files []string
+		if set != "" {
+			files = []string{set}
+		}
+		r := mustRender(t, files)
+		for _, c := range []struct{ kind, name, account string }{
+			{"StatefulSet", "plantstore-redis", "plantstore-redis"},
+			{"Pod", "plantstore-test-create-plant", "plantstore-test"},
+			{"Deployment", "plantstore", "plantstore"},
+		} {
+			spec := podSpec(r.get(t, c.kind, c.name))
+			if got := spec["serviceAccountName"]; got != c.account {
+				t.Errorf("%s: %s/%s runs as ServiceAccount %v, want %s", set, c.kind, c.name, got, c.account)
+			}
+			if spec["automountServiceAccountToken"] != false {
+				t.Errorf("%s: %s/%s: automountServiceAccountToken %v, want false", set, c.kind, c.name, spec["automountServiceAccountToken"])
+			}
+			sa := r.get(t, "ServiceAccount", c.account)
+			if sa.Obj["automountServiceAccountToken"] != false {
+				t.Errorf("%s: ServiceAccount %s: automountServiceAccountToken %v, want false", set, c.account, sa.Obj["automountServiceAccountToken"])
+			}
+			if sa.Hook || dig(sa.Obj, "metadata", "annotations", "helm.sh/hook") != nil {
+				t.Errorf("%s: ServiceAccount %s is a hook; want a plain object of the release, there before any pod that uses it", set, c.account)
+			}
+		}
+		if got := str(r.get(t, "ServiceAccount", "plantstore-test").Obj, "metadata", "labels", "app.kubernetes.io/component"); got != "test" {
+			t.Errorf("%s: the test ServiceAccount's component %q", set, got)
+		}
+		if got := str(r.get(t, "ServiceAccount", "plantstore-redis").Obj, "metadata", "labels", "app.kubernetes.io/component"); got != "redis" {
+			t.Errorf("%s: the Redis ServiceAccount's component %q", set, got)
+		}
+	}
+	// Without the chart's Redis, no Redis ServiceAccount.
+	r := mustRender(t, []string{"ci/external-sentinel-values.yaml"})
+	for _, sa := range r.find("ServiceAccount") {
+		if sa.Name() == "plantstore-redis" {
+			t.Errorf("ServiceAccount plantstore-redis rendered without the chart's Redis")
+		}
+	}
+	r.get(t, "ServiceAccount", "plantstore-test")
+}
+
+// tests.nodeSelector, tests.tolerations and tests.affinity place the
+// `helm test` pod; by default it has none of them (not the API pods').
+func TestTestPodScheduling(t *testing.T) {
+	tests := map[string]any{
+		"nodeSelector": map[string]any{"kubernetes.io/os": "linux", "example.com/pool": "tools"},
+		"tolerations":  []any{map[string]any{"key": "example.com/dedicated", "operator": "Exists", "effect": "NoSchedule"}},
+		"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "example.com/pool", "operator": "In", "values": []any{"tools"}}}}},
+		}}},
+	}
+	spec := podSpec(mustRender(t, nil, map[string]any{"tests": tests}).get(t, "Pod", "plantstore-test-create-plant"))
+	for k, want := range tests {
+		if got := spec[k]; !reflect.DeepEqual(got, want) {
+			t.Errorf("test pod %s %v, want tests.%s %v", k, got, k, want)
+		}
+	}
+	spec = podSpec(mustRender(t, nil, map[string]any{"nodeSelector": map[string]any{"pool": "api"}}).get(t, "Pod", "plantstore-test-create-plant"))
+	for k := range tests {
+		if got, ok := spec[k]; ok {
+			t.Errorf("test pod %s %v with the defaults, want none", k, got)
+		}
+	}
+	mustFail(t, []string{"tests.nodeSelector.pool: Invalid type"}, nil, valueAt("tests.nodeSelector.pool", 1))
+}
