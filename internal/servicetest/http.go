@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plantstore/plantstore/api/client"
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/store/storetest"
 )
@@ -114,9 +115,10 @@ func (s *Service) adminStatus(path string) (int, error) {
 
 // Caller is a client of the service's resource routes for a contended
 // history (storetest.Contend): each answer read as the contract's model
-// tells answers apart. Callers of one service share its connections.
+// tells answers apart. Each Caller has connections of its own, as separate
+// clients would; the bodies are the API's own types (api/client).
 func (s *Service) Caller() storetest.Caller {
-	return httpCaller{s: s, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	return httpCaller{s: s, client: &http.Client{}}
 }
 
 type httpCaller struct {
@@ -124,18 +126,11 @@ type httpCaller struct {
 	client *http.Client
 }
 
-// wirePlant is a Plant as the API sends it.
-type wirePlant struct {
-	ID   int64   `json:"id"`
-	Name string  `json:"name"`
-	Tag  *string `json:"tag,omitempty"`
-}
-
 func (c httpCaller) Do(ctx context.Context, in storetest.Input) storetest.Output {
 	method, path, body := http.MethodGet, fmt.Sprintf("/plants/%d", in.ID), ""
 	switch in.Kind {
 	case storetest.OpCreate:
-		b, _ := json.Marshal(wirePlant{ID: in.Plant.ID, Name: in.Plant.Name, Tag: in.Plant.Tag})
+		b, _ := json.Marshal(client.NewPlant{Id: in.Plant.ID, Name: in.Plant.Name, Tag: in.Plant.Tag})
 		method, path, body = http.MethodPost, "/plants", string(b)
 	case storetest.OpDelete:
 		method = http.MethodDelete
@@ -164,7 +159,7 @@ func (c httpCaller) Do(ctx context.Context, in storetest.Input) storetest.Output
 	case resp.StatusCode == http.StatusServiceUnavailable:
 		return storetest.Output{}
 	case in.Kind == storetest.OpCreate && resp.StatusCode == http.StatusOK:
-		var got wirePlant
+		var got client.Plant
 		if json.Unmarshal(reply, &got) != nil || !in.Plant.SameContent(plant.Plant{Name: got.Name, Tag: got.Tag}) {
 			return unexpected // a 200 answers the plant as stored (name and tag): the one sent
 		}
@@ -172,17 +167,17 @@ func (c httpCaller) Do(ctx context.Context, in storetest.Input) storetest.Output
 	case in.Kind == storetest.OpCreate && resp.StatusCode == http.StatusConflict:
 		return storetest.Output{Result: storetest.Conflict}
 	case in.Kind == storetest.OpRead && resp.StatusCode == http.StatusOK:
-		var got wirePlant
-		if json.Unmarshal(reply, &got) != nil || got.ID != in.ID {
+		var got client.StoredPlant
+		if json.Unmarshal(reply, &got) != nil || got.Id != in.ID {
 			return unexpected
 		}
-		return storetest.Output{Result: storetest.Found, Plant: plant.Plant{ID: got.ID, Name: got.Name, Tag: got.Tag}}
+		return storetest.Output{Result: storetest.Found, Plant: plant.Plant{ID: got.Id, Name: got.Name, Tag: got.Tag}}
 	case in.Kind == storetest.OpDelete && resp.StatusCode == http.StatusNoContent:
 		return storetest.Output{Result: storetest.Deleted}
 	case (in.Kind == storetest.OpRead || in.Kind == storetest.OpDelete) && resp.StatusCode == http.StatusNotFound:
 		return storetest.Output{Result: storetest.NotFound}
 	case in.Kind == storetest.OpList && resp.StatusCode == http.StatusOK:
-		var page []wirePlant
+		var page []client.StoredPlant
 		if json.Unmarshal(reply, &page) != nil {
 			return unexpected
 		}
@@ -191,7 +186,7 @@ func (c httpCaller) Do(ctx context.Context, in storetest.Input) storetest.Output
 		}
 		out := storetest.Output{Result: storetest.Found, Page: map[int64]plant.Plant{}}
 		for _, p := range page {
-			out.Page[p.ID] = plant.Plant{ID: p.ID, Name: p.Name, Tag: p.Tag}
+			out.Page[p.Id] = plant.Plant{ID: p.Id, Name: p.Name, Tag: p.Tag}
 		}
 		return out
 	}

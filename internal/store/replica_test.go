@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -142,6 +143,15 @@ func TestRedisReplicaAcks(t *testing.T) {
 	wantNotReplicated(t, "replay of an unacknowledged plant", outcome, took, err)
 	outcome, took, err = create(r, 1, "Monstera")
 	wantNotReplicated(t, "replay with the replica stopped", outcome, took, err)
+	// The same plant stored in another encoding (by another writer; by hand
+	// here) is replayed as it is stored: the script writes those bytes again,
+	// and only the replicas' acknowledgement makes the replay a 200.
+	const otherEncoding = `{ "name": "Ivy" }`
+	if err := master.Client().Set(ctx, r.Key(3), otherEncoding, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	outcome, took, err = create(r, 3, "Ivy")
+	wantNotReplicated(t, "replay of a plant stored in another encoding", outcome, took, err)
 	// A conflict is a conflict whatever the replicas (it promises nothing
 	// durable), though the pipelined WAIT may hold it for the ack timeout.
 	if _, took, err := create(r, 1, "Other"); !errors.Is(err, plant.ErrConflict) || took > ackTimeout+slack {
@@ -155,6 +165,26 @@ func TestRedisReplicaAcks(t *testing.T) {
 	}
 	if v, err := replica.Client().Get(ctx, r.Key(2)).Result(); err != nil || v != `{"name":"Fern"}` {
 		t.Fatalf("replica has plant 2 = %q, %v", v, err)
+	}
+	// SETs on the master, the scripts' included: the replay must write the
+	// plant again (one SET), or its WAIT covered nothing of it.
+	setCalls := func() int {
+		m := regexp.MustCompile(`cmdstat_set:calls=(\d+)`).FindStringSubmatch(master.Client().Info(ctx, "commandstats").Val())
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	sets := setCalls()
+	if outcome, _, err := create(patient, 3, "Ivy"); err != nil || outcome != plant.Replayed {
+		t.Fatalf("replay of a plant stored in another encoding, the replica back = %v, %v; want Replayed", outcome, err)
+	}
+	if n := setCalls() - sets; n != 1 {
+		t.Fatalf("the replay of a plant stored in another encoding made %d SETs on the master; want 1, the plant written again for WAIT to cover", n)
+	}
+	if v, err := replica.Client().Get(ctx, r.Key(3)).Result(); err != nil || v != otherEncoding {
+		t.Fatalf("replica has plant 3 = %q, %v; want it as stored, %q", v, err, otherEncoding)
 	}
 }
 

@@ -171,3 +171,35 @@ func TestCheckerFlagsACorruptedRecording(t *testing.T) {
 		t.Fatalf("verdict %v on the corrupted history; want one id illegal", v)
 	}
 }
+
+// TestTooLittle: a history of indeterminate answers is linearizable whatever
+// the store did, so the check refuses it as proof; so it does a history that
+// left a contended id untouched.
+func TestTooLittle(t *testing.T) {
+	create := Input{Kind: OpCreate, ID: 1, Plant: ContendedPlant(1, 0)}
+	h := NewLinear(1)
+	for i := range int64(10) {
+		h.Record(0, create, 2*i, Output{}, 2*i+1) // 503 throughout
+	}
+	if v := h.Check(0, ""); !v.OK() || v.TooLittle(1) == "" {
+		t.Fatalf("verdict %v, too little %q; want linearizable and refused as proof", v, v.TooLittle(1))
+	}
+	h = NewLinear(2)
+	for i := range int64(200) {
+		out := Output{Result: Found, Plant: ContendedPlant(1, 0)}
+		if i == 0 {
+			out = Output{Result: Created}
+		}
+		if i == 1 {
+			out = Output{} // one indeterminate in 200: fine
+		}
+		in := Input{Kind: OpRead, ID: 1}
+		if i == 0 {
+			in = create
+		}
+		h.Record(0, in, 2*i, out, 2*i+1)
+	}
+	if v := h.Check(0, ""); !v.OK() || v.TooLittle(1) != "" || v.TooLittle(2) == "" {
+		t.Fatalf("verdict %v: too little for 1 id %q, for 2 ids %q; want enough for 1, not for 2 (id 2 untouched)", v, v.TooLittle(1), v.TooLittle(2))
+	}
+}
