@@ -80,6 +80,9 @@ var places = []place{
 	// The README's quick start: verify, then install that version.
 	{"README.md", "quick start: make release-verify VERSION", regexp.MustCompile(`make release-verify REGISTRY=\S+ VERSION=(\S+)`)},
 	{"README.md", "quick start: helm install --version", regexp.MustCompile(`oci://\S+/charts/plantstore --version (\S+)`)},
+	{"README.md", "the API's version", regexp.MustCompile(`The API is version (\S+), described`)},
+	// docs/release.md's commands verify and install the release it names once.
+	{"docs/release.md", "verify, then install: V=", regexp.MustCompile(`(?m)^V=(\S+)$`)},
 }
 
 // licenses are the places that must name the SPDX id (the first submatch of re).
