@@ -211,8 +211,8 @@ type Migrate struct {
 	// Config: the service's flags and environment, of which the command
 	// uses the Redis options.
 	Config
-	// Migration: --settle (PLANTSTORE_MIGRATE_SETTLE), which only the
-	// command has.
+	// Migration: --settle (PLANTSTORE_MIGRATE_SETTLE) and --settle-found
+	// (PLANTSTORE_MIGRATE_SETTLE_FOUND), which only the command has.
 	Migration store.MigrationOptions
 }
 
@@ -220,12 +220,15 @@ type Migrate struct {
 // PLANTSTORE_SETTLE, which would read as a setting of the service.
 const EnvMigrateSettle = "PLANTSTORE_MIGRATE_SETTLE"
 
+// EnvMigrateSettleFound is the variable of migrate-store's --settle-found.
+const EnvMigrateSettleFound = "PLANTSTORE_MIGRATE_SETTLE_FOUND"
+
 // migrateUsage heads the help of migrate-store.
-const migrateUsage = "Usage: plantstore migrate-store [flags]\n\nMoves the plants version 1.0.0 stored in Redis to the 1.1.0 layout\n(docs/storage.md). It takes the service's flags, of which it uses the Redis\noptions, and --settle. Every flag can also be set by the environment\nvariable shown; a flag given on the command line wins.\n"
+const migrateUsage = "Usage: plantstore migrate-store [flags]\n\nMoves the plants version 1.0.0 stored in Redis to the 1.1.0 layout\n(docs/storage.md). It takes the service's flags, of which it uses the Redis\noptions, and --settle and --settle-found. Every flag can also be set by the environment\nvariable shown; a flag given on the command line wins.\n"
 
 // ParseMigrate reads the configuration of `plantstore migrate-store`: the
 // service's flags and environment, of which it uses the Redis options (it
-// needs no API tokens), and --settle.
+// needs no API tokens), --settle and --settle-found.
 func ParseMigrate(args []string, out io.Writer) (Migrate, error) {
 	return parseMigrate(args, out, nil)
 }
@@ -234,16 +237,22 @@ func ParseMigrate(args []string, out io.Writer) (Migrate, error) {
 func parseMigrate(args []string, out io.Writer, inspect func(*flag.FlagSet)) (Migrate, error) {
 	var m Migrate
 	settle := &ownEnvDuration{p: &m.Migration.Settle, env: EnvMigrateSettle}
+	settleFound := &ownEnvDuration{p: &m.Migration.SettleFound, env: EnvMigrateSettleFound}
 	c, err := parseWith(append([]string{"--dev"}, args...), out, migrateUsage, func(fs *flag.FlagSet) {
 		fs.Var(settle, "settle", "repeat the migration, a pass a second, until no pass has found a 1.0.0 key for this long (above the 1.0.0 pods' termination grace period while they may still run); 0: one pass")
+		fs.Var(settleFound, "settle-found", "once a pass has found a 1.0.0 key, settle at least this long: where 1.0.0 keys are, 1.0.0 pods may still be draining (set it above their termination grace period); 0: --settle alone")
 		if inspect != nil {
 			inspect(fs)
 		}
 	})
 	c.Dev, c.Auth.Dev = false, false
 	m.Config = c
-	if err == nil && m.Migration.Settle < 0 {
+	switch {
+	case err != nil:
+	case m.Migration.Settle < 0:
 		err = fmt.Errorf("--settle must not be negative, got %v", m.Migration.Settle)
+	case m.Migration.SettleFound < 0:
+		err = fmt.Errorf("--settle-found must not be negative, got %v", m.Migration.SettleFound)
 	}
 	return m, err
 }

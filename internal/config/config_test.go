@@ -888,6 +888,15 @@ func TestParseMigrate(t *testing.T) {
 	}
 
 	cleanEnv(t)
+	t.Setenv(EnvMigrateSettleFound, "35s")
+	if m, _, err := migrate("--settle", "2s"); err != nil || m.Migration.SettleFound != 35*time.Second || m.Migration.Settle != 2*time.Second {
+		t.Errorf("%s=35s --settle 2s: %+v, %v", EnvMigrateSettleFound, m.Migration, err)
+	}
+	if m, _, err := migrate("--settle-found", "1m"); err != nil || m.Migration.SettleFound != time.Minute {
+		t.Errorf("--settle-found 1m over the environment's 35s: %+v, %v", m.Migration, err)
+	}
+
+	cleanEnv(t)
 	t.Setenv("PLANTSTORE_REDIS_ADDR", "a:6379,b:6379")
 	if m, _, err := migrate("--settle", "5s"); err != nil || !reflect.DeepEqual(m.Redis.Addrs, []string{"a:6379", "b:6379"}) {
 		t.Errorf("the service's Redis environment: %q, %v", m.Redis.Addrs, err)
@@ -899,6 +908,7 @@ func TestParseMigrate(t *testing.T) {
 		want string
 	}{
 		{"", []string{"--settle", "-1s"}, "--settle must not be negative"},
+		{"", []string{"--settle-found", "-1s"}, "--settle-found must not be negative"},
 		{"", []string{"--settle", "soon"}, "invalid value"},
 		{"soon", nil, EnvMigrateSettle},
 	} {

@@ -140,6 +140,11 @@ type MigrationOptions struct {
 	// conflicts, started at least Settle after the start of the first of an
 	// unbroken run of such passes that ends with it (see SettleLegacy).
 	Settle time.Duration
+	// SettleFound, once a pass has seen a 1.0.0 key, raises Settle to at
+	// least this: where 1.0.0 keys are, 1.0.0 pods may still be draining,
+	// whatever the caller could tell about the rollout (a GitOps sync cannot
+	// tell an upgrade from an install). Zero: Settle alone.
+	SettleFound time.Duration
 	// Pause between the end of one pass and the start of the next
 	// (zero: DefaultMigrationPause).
 	Pause time.Duration
@@ -150,7 +155,7 @@ type MigrationOptions struct {
 func (m MigrationResult) Seen() int { return m.Moved + m.Already + len(m.Conflicts) }
 
 // SettleLegacy runs MigrateLegacy until the migration has settled (see
-// MigrationOptions.Settle; with Settle zero, once), calling onPass (if not
+// MigrationOptions.Settle and SettleFound; with both zero, once), calling onPass (if not
 // nil) after each pass with its number (from 1), its own result and error.
 // It returns the totals (Conflicts: each id once, in the order first seen)
 // and the number of passes.
@@ -182,6 +187,7 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 		total      MigrationResult
 		conflicted = map[int64]bool{}
 		quietSince time.Time // start of the run of quiet passes; zero: none
+		settle     = o.Settle
 		timer      *time.Timer
 	)
 	for pass := 1; ; pass++ {
@@ -200,6 +206,9 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 				quiet = false
 			}
 		}
+		if res.Seen() > 0 && o.SettleFound > settle {
+			settle = o.SettleFound
+		}
 		if err != nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -209,9 +218,9 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return total, pass, ctx.Err()
-		case err != nil && (o.Settle <= 0 || !errors.Is(err, plant.ErrUnavailable)):
+		case err != nil && (settle <= 0 || !errors.Is(err, plant.ErrUnavailable)):
 			return total, pass, err
-		case o.Settle <= 0:
+		case settle <= 0:
 			return total, pass, nil
 		}
 		switch {
@@ -220,7 +229,7 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 		case quietSince.IsZero():
 			quietSince = start
 		}
-		if !quietSince.IsZero() && start.Sub(quietSince) >= o.Settle {
+		if !quietSince.IsZero() && start.Sub(quietSince) >= settle {
 			return total, pass, nil
 		}
 		if timer == nil {
@@ -252,7 +261,8 @@ func RunMigration(ctx context.Context, o RedisOptions, m MigrationOptions, out i
 	defer client.Close()
 	r := NewRedis(client, o.KeyPrefix).WaitForReplicas(o.MinReplicaAcks, o.ReplicaAckTimeout)
 	var onPass func(int, MigrationResult, error)
-	if m.Settle > 0 {
+	settling := m.Settle > 0 || m.SettleFound > 0
+	if settling {
 		// One line per pass that found something or failed: a pass that
 		// found nothing says nothing, so a quiet settle window prints no line
 		// a second.
@@ -270,10 +280,14 @@ func RunMigration(ctx context.Context, o RedisOptions, m MigrationOptions, out i
 	res, passes, err := r.SettleLegacy(ctx, m, onPass)
 	fmt.Fprintf(out, "migrate-store: %d plants moved to the 1.1.0 layout, %d already there, %d conflicts",
 		res.Moved, res.Already, len(res.Conflicts))
-	if m.Settle > 0 {
+	if settling {
 		fmt.Fprintf(out, " (%d passes", passes)
+		settle := m.Settle
+		if res.Seen() > 0 {
+			settle = max(settle, m.SettleFound)
+		}
 		if err == nil {
-			fmt.Fprintf(out, "; settled: no new 1.0.0 key for %v", m.Settle)
+			fmt.Fprintf(out, "; settled: no new 1.0.0 key for %v", settle)
 		}
 		fmt.Fprint(out, ")")
 	}

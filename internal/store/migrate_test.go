@@ -221,6 +221,43 @@ func TestMigrateSettle(t *testing.T) {
 	t.Logf("%v, %d plants written meanwhile:\n%s", elapsed, len(written), report)
 }
 
+// TestMigrateSettleFound: a store with 1.0.0 keys settles for SettleFound
+// even when Settle is shorter (a GitOps sync cannot tell an upgrade from
+// 1.0.0 from an install); a store without any settles for Settle alone.
+func TestMigrateSettleFound(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client()
+	opts := store.RedisOptions{Addrs: []string{srv.Addr}, KeyPrefix: "plantstore:"}
+	const settle, found = 50 * time.Millisecond, 800 * time.Millisecond
+	m := store.MigrationOptions{Settle: settle, SettleFound: found, Pause: 20 * time.Millisecond}
+	for _, tc := range []struct {
+		name   string
+		legacy map[int64]string
+		at     time.Duration // the shortest run
+		report string
+		ends   string
+	}{
+		{"no 1.0.0 key", nil, settle, "0 plants moved to the 1.1.0 layout, 0 already there, 0 conflicts (", "settled: no new 1.0.0 key for 50ms)\n"},
+		{"1.0.0 keys", map[int64]string{1: `{"name":"a"}`, 2: `{"name":"b"}`}, found, "2 plants moved to the 1.1.0 layout, 0 already there, 0 conflicts (", "settled: no new 1.0.0 key for 800ms)\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client.FlushAll(context.Background())
+			writeLegacy(t, client, tc.legacy)
+			var out bytes.Buffer
+			start := time.Now()
+			if err := store.RunMigration(context.Background(), opts, m, &out); err != nil {
+				t.Fatalf("%v\n%s", err, out.String())
+			}
+			if elapsed := time.Since(start); elapsed < tc.at {
+				t.Errorf("returned after %v, before %v", elapsed, tc.at)
+			}
+			if !strings.Contains(out.String(), tc.report) || !strings.HasSuffix(out.String(), tc.ends) {
+				t.Errorf("report lacks %q or does not end with %q:\n%s", tc.report, tc.ends, out.String())
+			}
+		})
+	}
+}
+
 // TestMigrateSettleZero: without --settle, one pass, whatever is written
 // after it, and today's one-line report.
 func TestMigrateSettleZero(t *testing.T) {

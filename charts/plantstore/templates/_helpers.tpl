@@ -755,6 +755,13 @@ later chart: a short settle rather than one pass, so that a pass that finds Redi
 {{- end }}
 {{- end }}
 
+{{/* The Job's --settle-found: once it has found a 1.0.0 key it settles at least this long, whatever the
+     render could tell (helm template, a GitOps sync: no upgrade flag, no lookup). With migration.settle
+     set, that value alone. */}}
+{{- define "plantstore.migration.settleFound" -}}
+{{- if .Values.migration.settle }}0s{{ else }}{{ add (int .Values.terminationGracePeriodSeconds) 5 }}s{{ end }}
+{{- end }}
+
 {{/* Whether the pods mount the external Redis's CA bundle (externalRedis.tls.caSecret). */}}
 {{- define "plantstore.redisCA.enabled" -}}
 {{- $ext := .Values.externalRedis }}
@@ -963,6 +970,9 @@ refuses it, so it is refused now with what to write instead.
 {{- /* the migration Job: its settle time must fit in its deadline */}}
 {{- if include "plantstore.migration.enabled" . }}
 {{- $settle := include "plantstore.migration.settle" . }}
+{{- if lt (include "plantstore.durationMs" $settle | float64) (include "plantstore.durationMs" (include "plantstore.migration.settleFound" .) | float64) }}
+{{- $settle = include "plantstore.migration.settleFound" . }}
+{{- end }}
 {{- if ge (include "plantstore.durationMs" $settle | float64) (mulf (int $v.migration.activeDeadlineSeconds) 1000.0) }}
 {{- include "plantstore.fail" (printf "migration.activeDeadlineSeconds (%ds) must exceed the migration's settle time (%s, migration.settle or terminationGracePeriodSeconds + 5s): otherwise the Job is killed before it can succeed" (int $v.migration.activeDeadlineSeconds) $settle) }}
 {{- end }}

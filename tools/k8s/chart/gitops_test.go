@@ -205,3 +205,35 @@ func firstDiff(a, b string) string {
 	}
 	return fmt.Sprintf("lengths %d and %d lines", len(la), len(lb))
 }
+
+// The migration Job waits for draining 1.0.0 pods wherever 1.0.0 keys are:
+// rendered as a GitOps tool renders it (an install, nothing to look up), it
+// settles 2s on an empty store but, through --settle-found, the grace period
+// plus 5s once it finds a 1.0.0 key, as `helm upgrade` from 1.0.0 does from
+// the start. migration.settle set is the settle time in every case.
+func TestMigrationSettlesWhereverItFindsOldKeys(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		values map[string]any
+		want   []string
+	}{
+		{"defaults", nil, []string{"migrate-store", "--settle", "2s", "--settle-found", "35s"}},
+		{"a longer grace period", map[string]any{"terminationGracePeriodSeconds": 60}, []string{"migrate-store", "--settle", "2s", "--settle-found", "65s"}},
+		{"migration.settle", map[string]any{"migration": map[string]any{"settle": "10s"}}, []string{"migrate-store", "--settle", "10s", "--settle-found", "0s"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			job := mustRender(t, nil, c.values).get(t, "Job", "plantstore-migrate")
+			var got []string
+			for _, a := range list(podSpec(job)["containers"].([]any)[0].(map[string]any), "args") {
+				got = append(got, fmt.Sprint(a))
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("args %q, want %q", got, c.want)
+			}
+		})
+	}
+	_, err := renderTemplate(t, nil, map[string]any{"terminationGracePeriodSeconds": 700})
+	if err == nil || !strings.Contains(err.Error(), "migration.activeDeadlineSeconds (600s) must exceed the migration's settle time (705s") {
+		t.Errorf("a --settle-found past the Job's deadline: %v, want the deadline's message", err)
+	}
+}

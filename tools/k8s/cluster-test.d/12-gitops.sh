@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# runs beside the next scenario (Helm and server-side apply in a namespace of
-# its own, no load: see beside in cluster-test.sh).
+# runs beside the next scenario (Helm and server-side apply in namespaces of
+# its own, one load of its own: see beside in cluster-test.sh).
 # The chart as GitOps tools apply it, and the Secrets it generates kept
 # through everything a release goes through.
 # 1. As Argo CD syncs it: rendered with `helm template` (no cluster to look
@@ -10,7 +10,12 @@
 #    bytes rendered, a create works after each, the token and the Redis
 #    password unchanged, no pod replaced and no Deployment or StatefulSet
 #    changed by the second.
-# 2. With Helm: install, upgrade, rollback, uninstall and install again: the
+# 2. A sync from 1.0.0 (its chart from 05-release.sh's registry) to this
+#    tree's chart under the create load: the chart renders as an install
+#    there, yet its migration Job settles the grace period once it finds
+#    1.0.0 keys, so what the draining 1.0.0 pods wrote is moved too: every
+#    acknowledged plant readable after the sync, no 1.0.0 key left.
+# 3. With Helm: install, upgrade, rollback, uninstall and install again: the
 #    generated token and Redis password the same throughout, and the plants
 #    written before the uninstall readable after the reinstall (the PVC and
 #    the password outlive the release).
@@ -29,11 +34,15 @@ gitops_state() {
   kubectl get pods -n "$1" -l "app.kubernetes.io/instance=$REL,app.kubernetes.io/component in (api,redis)" -o jsonpath='{range .items[*]}pod={.metadata.name}/{.metadata.uid}{"\n"}{end}' | sort
   kubectl get deployment,statefulset -n "$1" -o jsonpath='{range .items[*]}{.kind}={.metadata.name}/generation={.metadata.generation}{"\n"}{end}' | sort
 }
-# argo_sync NS N: one sync as Argo CD runs it; prints the rendered file.
+# argo_sync NS N [CHART VALUES...]: one sync as Argo CD runs it (of this
+# tree's chart and GITOPS_VALUES by default); prints the rendered file. Each
+# hook Job's log is kept in the sync's directory.
 argo_sync() {
-  local ns=$1 dir=$CLUSTER_DIR/gitops/sync-$2 file phase wave policies hooks=() jobs j
+  local ns=$1 dir=$CLUSTER_DIR/gitops/sync-$2 file phase wave policies hooks=() jobs j chart=${3:-$CHART} values
+  values=("${GITOPS_VALUES[@]}")
+  (($# <= 3)) || values=("${@:4}")
   rm -rf "$dir" && mkdir -p "$dir"
-  helm template "$REL" "$CHART" -n "$ns" "${GITOPS_VALUES[@]}" >"$dir/rendered.yaml" || return 1
+  helm template "$REL" "$chart" -n "$ns" "${values[@]}" >"$dir/rendered.yaml" || return 1
   k8s-gitops-phases -out "$dir/steps" <"$dir/rendered.yaml" >"$dir/plan" || return 1
   while IFS=$'\t' read -r file phase wave policies; do
     if [[ $phase != Sync && $policies == *BeforeHookCreation* ]]; then
@@ -45,6 +54,7 @@ argo_sync() {
       jobs=$(kubectl get -n "$ns" -f "$file" -o name | grep '^job' || true)
       for j in $jobs; do
         kubectl wait -n "$ns" --for=condition=Complete "$j" --timeout=180s >/dev/null || { kubectl logs -n "$ns" "$j" | tail -n 5; return 1; }
+        kubectl logs -n "$ns" "$j" >"$dir/${j#job*/}.log" 2>&1 || true
       done
       [[ $policies != *HookSucceeded* ]] || hooks+=("$file")
     else
@@ -85,6 +95,46 @@ else
   fail "the second sync changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | tr '\n' ' ')"
 fi
 kubectl delete namespace "$GITOPS_NS" --wait=false >/dev/null
+
+stage "GitOps: a sync from 1.0.0 to this chart under $RATE creates/s while 1.0.0 pods drain"
+V1_NS=gitops-v1
+if [[ -z ${RELEASED_DIGEST[1.0.0]:-} ]]; then
+  fail "the sync from 1.0.0 needs 1.0.0's release in the node's registry: run 05-release.sh first (CLUSTER_SCENARIOS='^(05|12)')"
+else
+  restricted_ns "$V1_NS"
+  rm -rf "$CLUSTER_DIR/gitops/chart-1.0.0" && mkdir -p "$CLUSTER_DIR/gitops/chart-1.0.0"
+  helm pull "$CHART_OCI" --version 1.0.0 --plain-http --untar -d "$CLUSTER_DIR/gitops/chart-1.0.0" >/dev/null
+  t=$SECONDS
+  if argo_sync "$V1_NS" v1 "$CLUSTER_DIR/gitops/chart-1.0.0/plantstore" "${LOCAL_IMAGES[@]}" >/dev/null; then
+    pass "a sync of the 1.0.0 chart in $((SECONDS - t))s"
+    v1_first=930000000
+    wrote=$(create_plants "$V1_NS" "$v1_first" 200 v1)
+    load_start "$V1_NS" load-sync 75 "http://$REL:8080" "$REL-tokens"
+    sleep 5
+    t=$(ms)
+    argo_sync "$V1_NS" v1-to-now >/dev/null || fail "the sync from 1.0.0 to this chart"
+    t2=$(ms)
+    s=$(load_result "$V1_NS" load-sync) || s='{}'
+    out=$(check_plants "$V1_NS" "$v1_first" 200 v1)
+    report=$(grep -h '^migrate-store: [0-9]' "$CLUSTER_DIR/gitops/sync-v1-to-now/"*migrate*.log 2>/dev/null || true)
+    passes_found=$(grep -h -c '^migrate-store: pass ' "$CLUSTER_DIR/gitops/sync-v1-to-now/"*migrate*.log 2>/dev/null || echo 0)
+    left=$(kubectl exec -n "$V1_NS" "$REL-redis-0" -c redis -- sh -c 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli --scan --pattern "plantstore:plant:{*}" | wc -l' 2>/dev/null || echo '?')
+    figures "gitops-from-1.0.0 sync_seconds=$(((t2 - t) / 1000)) v1_written=$wrote v1_plants[$out] passes_that_found_keys=$passes_found v1_keys_left=$left migrate=[${report#migrate-store: }]"
+    if load_verdict "gitops-from-1.0.0" "$s" && (($(jq .Start <<<"$s") < t && $(jq .End <<<"$s") > t2)); then
+      pass "sync 1.0.0 → $(cat "$REPO/VERSION") ($(((t2 - t) / 1000))s) under load: every create 200, every acknowledged plant readable after it, those the draining 1.0.0 pods wrote included"
+    else
+      fail "sync 1.0.0 → this chart under load: failed requests, a plant not readable, or a load shorter than the sync ($t..$t2 vs $(jq -c '[.Start,.End]' <<<"$s"))"
+    fi
+    if [[ $wrote == 200 && $out == "read=200 listed=200 "* && $left == 0 && $report == *"settled: no new 1.0.0 key for 35s"* ]]; then
+      pass "the migration Job settled 35 s, not an install's 2 s, once it found 1.0.0 keys: 0 left; the 200 written through 1.0.0 read and listed ($out)"
+    else
+      fail "after the sync from 1.0.0: written $wrote, $out, 1.0.0 keys left $left, the Job said: $report"
+    fi
+  else
+    fail "a sync of the 1.0.0 chart"
+  fi
+  kubectl delete namespace "$V1_NS" --wait=false >/dev/null
+fi
 
 stage "GitOps: the generated Secrets through helm install, upgrade, rollback, uninstall and install again"
 HK_NS=gitops-helm
