@@ -14,7 +14,9 @@ const usage = `Usage: plantstore ensure-secrets [flags]
 
 Creates the Secrets the Helm chart generates (the API token, helm test's
 read-only token, the Redis password) when they are missing, and leaves the
-values of those that exist as they are; the chart runs it as a pre-install
+values of those that exist as they are, except a tokens file the chart
+rendered from auth.tokens (its first line says so), which means auth.tokens
+was removed: it is replaced by a generated token, revoking those tokens; the chart runs it as a pre-install
 and pre-upgrade hook, in a pod whose service account may get, create and
 update Secrets. Every Secret it keeps is annotated helm.sh/resource-policy:
 keep (and Argo CD's Prune=false), so that an uninstall, a rollback or a sync

@@ -241,6 +241,37 @@ func TestEnsureAdoptsHelmRenderedSecrets(t *testing.T) {
 	}
 }
 
+// auth.tokens removed: the Secret the previous release rendered from it (any
+// chart version heads that file alike) is replaced by a generated token, so
+// that none of those tokens opens the API after the upgrade; run again, the
+// generated one is kept.
+func TestEnsureRevokesTokensFromValues(t *testing.T) {
+	for _, old := range []string{
+		"# API tokens from the chart's auth.tokens value: a raw token or sha256:<hex> a line.\ntokA\n",                             // 1.0.0
+		"# API tokens from the chart's auth.tokens value: a token or sha256:<hex>, then attributes, a line.\ntokA name=ci\ntokB\n", // 1.1.0 on
+	} {
+		a, cfg := newAPIServer(t)
+		a.put(&Secret{Metadata: Metadata{Name: "ps-tokens", Annotations: map[string]string{"meta.helm.sh/release-name": "ps"}}, Data: map[string][]byte{"tokens": []byte(old)}})
+		out, err := run(t, cfg, counter(), chartArgs...)
+		must(t, err)
+		if !strings.Contains(out, "shop/ps-tokens replaced (") {
+			t.Errorf("%q: the tokens Secret not replaced", out)
+		}
+		tokens := a.data("ps-tokens", "tokens")
+		if strings.Contains(tokens, "tokA") || strings.Contains(tokens, "tokB") || !strings.Contains(tokens, "\ntoken-2\n") || !strings.Contains(tokens, digest("token-1")) {
+			t.Errorf("after auth.tokens was removed the file is:\n%s", tokens)
+		}
+		if s := a.secrets["ps-tokens"]; s.Metadata.Annotations["helm.sh/resource-policy"] != "keep" || s.Metadata.Annotations["meta.helm.sh/release-name"] != "ps" {
+			t.Errorf("annotations %v", s.Metadata.Annotations)
+		}
+		out, err = run(t, cfg, counter(), chartArgs...)
+		must(t, err)
+		if !strings.Contains(out, "shop/ps-tokens kept") || a.data("ps-tokens", "tokens") != tokens {
+			t.Errorf("a second run: %q, want the generated token kept", out)
+		}
+	}
+}
+
 // The read-only token made anew (its Secret deleted) or turned on later:
 // the tokens file's reader line follows it; the API token stays.
 func TestEnsureReaderLineFollowsTheReader(t *testing.T) {
@@ -382,5 +413,15 @@ func TestEnsureIdentityBlock(t *testing.T) {
 	}
 	if _, err := run(t, cfg, counter(), "--redis-secret", "r", "--identity", orders); err == nil || !strings.Contains(err.Error(), "needs --tokens-secret") {
 		t.Errorf("--identity without --tokens-secret: %v", err)
+	}
+}
+
+// The chart writes the header this package recognises at the top of a
+// tokens file from auth.tokens.
+func TestChartWritesTheValuesHeader(t *testing.T) {
+	helpers, err := os.ReadFile("../../charts/plantstore/templates/_helpers.tpl")
+	must(t, err)
+	if !strings.Contains(string(helpers), `printf "`+fromValuesHeader) {
+		t.Errorf("charts/plantstore/templates/_helpers.tpl no longer starts the auth.tokens file with %q: ensure-secrets would keep removed tokens", fromValuesHeader)
 	}
 }
