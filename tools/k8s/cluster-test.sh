@@ -187,6 +187,15 @@ IMAGE="$IMAGE_REPO:$TAG" OUT=$CLUSTER_DIR/plantstore-image.tar make -C "$REPO" -
 "$CLUSTER" import "$CLUSTER_DIR/plantstore-image.tar" >/dev/null
 pass "image $IMAGE_REPO:$TAG imported"
 
+# node_image_tag SRC DST: every node's containerd knows image SRC as DST too
+# (a "new" tag of an image the nodes have, for a rolling update to roll to).
+node_image_tag() {
+  local sock
+  for sock in $("$CLUSTER" nodes | awk '{print $4}'); do
+    ctr --address "$sock" -n k8s.io images tag --force "$1" "$2" >/dev/null
+  done
+}
+
 # The images the chart names by default cannot be pulled here: the ones the
 # node has stand in for them.
 LOCAL_IMAGES=(--set "redis.image.repository=plantstore.test/redis" --set-string "redis.image.tag=7.0"

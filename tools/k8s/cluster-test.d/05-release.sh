@@ -215,14 +215,21 @@ release_flow() {
     >"$CLUSTER_DIR/logs/$ns-upgrade.log" 2>&1 || { fail "$hv: helm upgrade --reset-then-reuse-values to $NOW"; tail -n 20 "$CLUSTER_DIR/logs/$ns-upgrade.log"; }
   t2=$(ms)
   s=$(load_result "$ns" load-upgrade) || s='{}'
-  if load_verdict "upgrade-$from-to-$NOW-$hv" "$s"; then
+  # The new chart's Redis spec differs from the old one's (its redis.conf,
+  # 1.0.0's version labels): the upgrade restarts the one server, and creates
+  # answer 503 with Retry-After while it is away.
+  local restarted=no window_ms
+  [[ $(redis_uid "$ns") == "$redis_before" ]] || restarted=yes
+  window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
+  figures "upgrade-redis helm=$hv from=$from redis_restarted=$restarted unavailable_503=$(jq .Unavailable <<<"$s") window_503_ms=$window_ms"
+  if load_verdict "upgrade-$from-to-$NOW-$hv" "$s" 1 && ((window_ms <= 15000)); then
     if (($(jq .Start <<<"$s") < t && $(jq .End <<<"$s") > t2)); then
-      pass "$hv: upgrade $from → $NOW ($(((t2 - t) / 1000))s, the migration Job included) under load: every create 200, no transport error, every acknowledged plant stored"
+      pass "$hv: upgrade $from → $NOW ($(((t2 - t) / 1000))s, the migration Job included) under load: every create 200 or, while the chart's Redis restarted (restarted: $restarted), 503 with Retry-After ($(jq .Unavailable <<<"$s") over ${window_ms}ms), no transport error, every acknowledged plant stored"
     else
       fail "$hv: the load did not cover the whole upgrade ($t..$t2 vs $(jq -c '[.Start,.End]' <<<"$s"))"
     fi
   else
-    fail "$hv: upgrade $from → $NOW under load: failed requests"
+    fail "$hv: upgrade $from → $NOW under load: failed requests, or 503s over ${window_ms}ms (bound 15000ms)"
   fi
   runs_release "$ns" "$NOW" "$hv upgrade"
   # The old charts rendered the tokens Secret; this one does not: the
@@ -231,11 +238,6 @@ release_flow() {
     pass "$hv: the token $from's chart generated is the same after the upgrade (its Secret kept, not deleted by Helm)"
   else
     fail "$hv: the $from token did not survive the upgrade"
-  fi
-  if [[ $(redis_uid "$ns") == "$redis_before" ]]; then
-    pass "$hv: the chart's Redis pod was not restarted by the upgrade (same pod UID)"
-  else
-    fail "$hv: the upgrade replaced the Redis pod"
   fi
   out=$(check_plants "$ns" "$v1_first" 200 v1)
   figures "upgrade helm=$hv from=$from to=$NOW seconds=$(((t2 - t) / 1000)) v1_plants=200 $out"

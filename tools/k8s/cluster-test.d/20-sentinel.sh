@@ -175,16 +175,21 @@ else
   kubectl get pods -n "$SN_NS" -o wide
   for p in 0 1 2; do kubectl logs -n "$SN_NS" "$REL-redis-$p" -c redis --tail=5 2>/dev/null; kubectl logs -n "$SN_NS" "$REL-redis-$p" -c sentinel --tail=5 2>/dev/null; done
 fi
-# The first pod still runs its standalone template (OnDelete): recreated,
-# it gets its Sentinel, and the set fails over if it was gone long enough.
-OLD_UID=$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.metadata.uid}')
-kubectl delete pod -n "$SN_NS" "$REL-redis-0" --wait=false >/dev/null
-first_ms=$(ready_again "$SN_NS" "$REL-redis-0" 120) || first_ms=-1
+# The rolling update recreated the first pod last, with its Sentinel (the set
+# failed over if it was gone long enough). Were it still on its standalone
+# template (redis.updateStrategy OnDelete), recreate it.
+if [[ " $(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.containers[*].name}') " == *" sentinel "* ]]; then
+  first_ms=0
+else
+  OLD_UID=$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.metadata.uid}')
+  kubectl delete pod -n "$SN_NS" "$REL-redis-0" --wait=false >/dev/null
+  first_ms=$(ready_again "$SN_NS" "$REL-redis-0" 120) || first_ms=-1
+fi
 s=$(load_result "$SN_NS" load-upgrade) || s='{}'
 sidecars=$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.containers[*].name}')
 figures "sentinel-from-standalone upgrade_s=$upgrade_s first_pod_ready_ms=$first_ms first_pod_containers=[$sidecars] unavailable_503=$(jq .Unavailable <<<"$s") $(events_figures "$s")"
 if load_verdict sentinel-from-standalone "$s" 1 && events_ok "$s" && ((upgrade_s >= 0 && first_ms >= 0)) && [[ " $sidecars " == *" sentinel "* ]]; then
-  pass "standalone → Sentinel set under load: helm upgrade --wait in ${upgrade_s}s, the first pod recreated with its Sentinel in ${first_ms}ms; $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After, every acknowledged plant (standalone's included) read back and its plant.created received"
+  pass "standalone → Sentinel set under load: helm upgrade --wait in ${upgrade_s}s, the first pod recreated with its Sentinel ($( ((first_ms == 0)) && echo "by the rolling update" || echo "deleted, Ready in ${first_ms}ms")); $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After, every acknowledged plant (standalone's included) read back and its plant.created received"
 else
   fail "standalone → Sentinel set: upgrade ${upgrade_s}s, first pod Ready ${first_ms}ms with containers [$sidecars]; events: $(events_figures "$s")"
 fi
@@ -290,6 +295,46 @@ if [[ $role == slave && $refused == READONLY* ]]; then
   pass "$master_node uncordoned: $old back in ${rejoin_ms}ms as a replica of $new; a write to it is refused ($refused)"
 else
   fail "$old after the uncordon: role '$role', a write answered '$refused'"
+fi
+
+stage "a new Redis image (plantstore.test/redis:7.0 as :7.0-roll) under $RATE creates/s: the set rolls by itself"
+# The same image under another tag: the pod template changes, so the
+# StatefulSet's rolling update replaces every server, each next one once the
+# last is Ready (a replica: in sync), a master handing over first.
+node_image_tag plantstore.test/redis:7.0 plantstore.test/redis:7.0-roll
+master_before=$(master_pod "$SN_NS")
+uids_before=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[*].metadata.uid}')
+pod_logs_start "$SN_NS" app.kubernetes.io/component=redis redis "$CLUSTER_DIR/logs/roll-redis.log"
+LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" load_start "$SN_NS" load-roll 90
+sleep 5
+t=$(ms)
+if helm upgrade "$REL" "$CHART" -n "$SN_NS" "${sn_values[@]}" --set-string redis.image.tag=7.0-roll --wait --timeout 240s \
+  >"$CLUSTER_DIR/logs/roll-sentinel.log" 2>&1 &&
+  kubectl rollout status -n "$SN_NS" "statefulset/$REL-redis" --timeout=240s >/dev/null; then
+  rolled_ms=$(($(ms) - t))
+else
+  rolled_ms=-1
+  tail -n 10 "$CLUSTER_DIR/logs/roll-sentinel.log"
+  kubectl get pods -n "$SN_NS" -o wide
+fi
+s=$(load_result "$SN_NS" load-roll) || s='{}'
+pod_logs_stop "$CLUSTER_DIR/logs/roll-redis.log"
+# The order the servers were replaced in: their new pods' creation times.
+order=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis --sort-by=.metadata.creationTimestamp -o jsonpath='{.items[*].metadata.name}')
+images=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[*].spec.containers[?(@.name=="redis")].image}' | tr ' ' '\n' | sort -u | paste -sd ' ')
+uids_after=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[*].metadata.uid}')
+replaced=$(comm -12 <(tr ' ' '\n' <<<"$uids_before" | sort) <(tr ' ' '\n' <<<"$uids_after" | sort) | grep -c . || true)
+replaced=$((3 - replaced))
+handovers=$(grep -c 'switchover: .* hands over to [^n]' "$CLUSTER_DIR/logs/roll-redis.log" || true)
+wait_settled "$SN_NS" 60 || echo "the set did not settle within 60s after the roll"
+master_after=$(master_pod "$SN_NS")
+window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
+figures "sentinel-roll image=7.0-roll rolled_ms=$rolled_ms replaced=$replaced/3 order=[$order] master_before=$master_before master_after=$master_after handovers=$handovers unavailable_503=$(jq .Unavailable <<<"$s") first_to_last_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") $(events_figures "$s")"
+if load_verdict sentinel-roll "$s" 1 && events_ok "$s" && ((rolled_ms >= 0 && replaced == 3)) && [[ $images == "plantstore.test/redis:7.0-roll" && -n $master_after ]]; then
+  pass "a new Redis image rolled by the upgrade alone in ${rolled_ms}ms: 3 of 3 servers replaced (order $order; master $master_before, then $master_after; $handovers handovers), $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After (first to last ${window_ms}ms), no transport error, every acknowledged plant read back and its plant.created received"
+else
+  fail "the Redis image roll: rolled in ${rolled_ms}ms, $replaced of 3 replaced, images [$images], master after '${master_after}'; events: $(events_figures "$s")"
+  grep switchover "$CLUSTER_DIR/logs/roll-redis.log" || true
 fi
 
 stage "a node dies under $RATE creates/s through the Gateway: the master's"
