@@ -200,6 +200,10 @@ node_image_tag() {
 # node has stand in for them.
 LOCAL_IMAGES=(--set "redis.image.repository=plantstore.test/redis" --set-string "redis.image.tag=7.0"
   --set "tests.image.repository=plantstore.test/client" --set-string "tests.image.tag=1")
+# The chart's NetworkPolicy admits the admin port from the monitoring
+# namespace alone: a scenario that reads /metrics through the API server's
+# pod proxy adds the API server's address, as the chart README says.
+APISERVER_METRICS=(--set-json "networkPolicy.metrics.cidrs=[\"$(kubectl get endpoints kubernetes -n default -o jsonpath='{.subsets[0].addresses[0].ip}')/32\"]")
 CHART=$REPO/charts/plantstore
 NS=plantstore
 REL=plantstore

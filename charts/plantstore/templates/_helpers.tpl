@@ -663,21 +663,28 @@ Job: EnvVar items at column 0, for nindent. With the embedded store, only an emp
 NetworkPolicy egress rules to DNS and to the store (the chart's Redis, or networkPolicy.egress.externalRedis),
 the same for the API pods and the migration Job: NetworkPolicyEgressRule items at column 0, for nindent.
 */}}
-{{- define "plantstore.networkPolicy.storeEgress" -}}
-{{- $np := .Values.networkPolicy }}
-{{- $store := include "plantstore.store" . -}}
-- to:
-    - namespaceSelector:
-        {{- toYaml $np.egress.dns.namespaceSelector | nindent 8 }}
-      {{- with $np.egress.dns.podSelector }}
-      podSelector:
-        {{- toYaml . | nindent 8 }}
-      {{- end }}
-  ports:
+{{- define "plantstore.networkPolicy.dnsEgress" -}}
+{{- $dns := .Values.networkPolicy.egress.dns -}}
+- ports:
     - port: 53
       protocol: UDP
     - port: 53
       protocol: TCP
+  {{- if or $dns.namespaceSelector $dns.podSelector }}
+  to:
+    - namespaceSelector:
+        {{- toYaml ($dns.namespaceSelector | default dict) | nindent 8 }}
+      {{- with $dns.podSelector }}
+      podSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+  {{- end }}
+{{- end }}
+
+{{- define "plantstore.networkPolicy.storeEgress" -}}
+{{- $np := .Values.networkPolicy }}
+{{- $store := include "plantstore.store" . -}}
+{{ include "plantstore.networkPolicy.dnsEgress" . }}
 {{- if eq $store "redis" }}
 - to:
     - podSelector:

@@ -338,7 +338,7 @@ func TestJWTRefused(t *testing.T) {
 // issuer's keys: its ports, anywhere unless cidrs are given; nothing of it
 // without the cluster issuer.
 func TestJWTNetworkPolicyReachesTheAPIServer(t *testing.T) {
-	np := map[string]any{"networkPolicy": map[string]any{"enabled": true}}
+	np := map[string]any{"networkPolicy": map[string]any{"enabled": true, "allowExternalEgress": false}}
 	rule := func(r rendered) map[string]any {
 		for _, e := range list(r.get(t, "NetworkPolicy", "plantstore").Obj, "spec", "egress") {
 			e := e.(map[string]any)

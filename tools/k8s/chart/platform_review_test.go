@@ -467,3 +467,60 @@ func TestTestPodScheduling(t *testing.T) {
 	}
 	mustFail(t, []string{"tests.nodeSelector.pool: Invalid type"}, nil, valueAt("tests.nodeSelector.pool", 1))
 }
+
+// NetworkPolicies are on by default: the API port from anywhere, the admin
+// port only from the monitoring namespace (and metrics.cidrs), Redis only
+// from the API pods and the migration Job; egress is open
+// (allowExternalEgress) until it is turned off, and then only to DNS and the
+// store.
+func TestNetworkPolicyDefaults(t *testing.T) {
+	r := mustRender(t, nil)
+	api := r.get(t, "NetworkPolicy", "plantstore")
+	if got := fmt.Sprint(list(api.Obj, "spec", "policyTypes")); got != "[Ingress]" {
+		t.Errorf("API policy types %s, want [Ingress] (egress open by default)", got)
+	}
+	ingress := list(api.Obj, "spec", "ingress")
+	if len(ingress) != 2 {
+		t.Fatalf("API ingress rules %v, want the API port's and the admin port's", ingress)
+	}
+	if http := ingress[0].(map[string]any); http["from"] != nil || fmt.Sprint(dig(list(http, "ports")[0].(map[string]any), "port")) != "http" {
+		t.Errorf("the API port's rule %v, want it open to anyone", http)
+	}
+	metrics := ingress[1].(map[string]any)
+	if fmt.Sprint(dig(list(metrics, "ports")[0].(map[string]any), "port")) != "metrics" ||
+		fmt.Sprint(dig(list(metrics, "from")[0].(map[string]any), "namespaceSelector", "matchLabels", "kubernetes.io/metadata.name")) != "monitoring" || len(list(metrics, "from")) != 1 {
+		t.Errorf("the admin port's rule %v, want the monitoring namespace alone", metrics)
+	}
+	redis := r.get(t, "NetworkPolicy", "plantstore-redis")
+	var from []string
+	for _, rule := range list(redis.Obj, "spec", "ingress") {
+		for _, peer := range list(rule.(map[string]any), "from") {
+			from = append(from, fmt.Sprint(dig(peer.(map[string]any), "podSelector", "matchLabels", "app.kubernetes.io/component")))
+		}
+	}
+	if fmt.Sprint(from) != "[api migrate]" {
+		t.Errorf("Redis admits %v, want [api migrate]", from)
+	}
+	if got := list(redis.Obj, "spec", "egress"); len(got) != 0 {
+		t.Errorf("standalone Redis egress %v, want none", got)
+	}
+
+	r = mustRender(t, nil, map[string]any{"networkPolicy": map[string]any{"allowExternalEgress": false, "metrics": map[string]any{"cidrs": []any{"10.0.0.0/24"}}}})
+	api = r.get(t, "NetworkPolicy", "plantstore")
+	if got := fmt.Sprint(list(api.Obj, "spec", "policyTypes")); got != "[Ingress Egress]" {
+		t.Errorf("allowExternalEgress false: policy types %s", got)
+	}
+	egress := list(api.Obj, "spec", "egress")
+	if len(egress) != 2 || !hasPort(list(egress[0].(map[string]any), "ports"), 53) || egress[0].(map[string]any)["to"] != nil || !hasPort(list(egress[1].(map[string]any), "ports"), 6379) {
+		t.Errorf("allowExternalEgress false: egress %v, want DNS anywhere and the chart's Redis", egress)
+	}
+	if peers := list(list(api.Obj, "spec", "ingress")[1].(map[string]any), "from"); len(peers) != 2 || dig(peers[1].(map[string]any), "ipBlock", "cidr") != "10.0.0.0/24" {
+		t.Errorf("metrics.cidrs: the admin port's peers %v", peers)
+	}
+	if got := fmt.Sprint(list(r.get(t, "NetworkPolicy", "plantstore-migrate").Obj, "spec", "policyTypes")); got != "[Ingress Egress]" {
+		t.Errorf("allowExternalEgress false: the migration Job's policy types %s", got)
+	}
+	if _, err := renderTemplate(t, nil, map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"cidrs": []any{"the nodes"}}}}); err == nil {
+		t.Error("networkPolicy.metrics.cidrs [the nodes] rendered")
+	}
+}

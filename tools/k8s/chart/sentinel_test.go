@@ -170,7 +170,8 @@ func TestSentinelArchitecture(t *testing.T) {
 		t.Error("the Redis NetworkPolicy does not admit the other Redis pods")
 	}
 	var apiToSentinel bool
-	for _, eg := range list(r.get(t, "NetworkPolicy", "plantstore").Obj, "spec", "egress") {
+	restricted := mustRender(t, []string{sentinelValues}, map[string]any{"networkPolicy": map[string]any{"allowExternalEgress": false}})
+	for _, eg := range list(restricted.get(t, "NetworkPolicy", "plantstore").Obj, "spec", "egress") {
 		if hasPort(list(eg.(map[string]any), "ports"), 26379) {
 			apiToSentinel = true
 		}

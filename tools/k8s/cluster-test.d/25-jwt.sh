@@ -37,7 +37,7 @@ auth:
 EOF
 t=$SECONDS
 if helm install "$REL" "$CHART" -n "$JWT_NS" -f "$CLUSTER_DIR/jwt-values.yaml" --set image.repository="$IMAGE_REPO" \
-  --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" --wait --timeout 180s >"$CLUSTER_DIR/logs/install-jwt.log" 2>&1; then
+  --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" "${APISERVER_METRICS[@]}" --wait --timeout 180s >"$CLUSTER_DIR/logs/install-jwt.log" 2>&1; then
   pass "helm install with auth.jwt.kubernetes.enabled and an identity for $JWT_NS/orders: Ready in $((SECONDS - t))s"
 else
   fail "helm install with auth.jwt.kubernetes.enabled"; tail -n 20 "$CLUSTER_DIR/logs/install-jwt.log"

@@ -88,6 +88,7 @@ if helm install "$REL" "$CHART" -n "$APP_NS" --set image.repository="$IMAGE_REPO
   --set serviceMonitor.scrapeClassicHistograms=true --set serviceMonitor.interval=5s --set serviceMonitor.scrapeTimeout=4s \
   --set prometheusRule.enabled=true --set prometheusRule.labels.release=kube-prometheus-stack \
   --set redis.metrics.enabled=true --set-string redis.maxmemory=$REDIS_MAXMEMORY \
+  --set-json 'networkPolicy.redis.extraIngress=[{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "scenario-redis-replica"}}}], "ports": [{"port": 6379}]}]' \
   --set otel.endpoint=http://otel-collector.observability:4318 \
   --set-string "auth.tokens[0]=$load_token name=load" --set-string "auth.tokens[1]=$limited_token name=limited rate=1/s burst=1" \
   --set-string "webhooks.subscribers[0]=http://webhook-receiver.$OBS_NS.svc:8080/hooks/plantstore $whsec" --set "webhooks.allowCIDRs={10.96.0.0/16}" \

@@ -1,10 +1,13 @@
 # shellcheck shell=bash
 # The chart's NetworkPolicies enforced for real: kube-router's network policy
-# controller runs on every node (tools/k8s/cluster.sh), so a pod outside the
-# allowed set is cut off from Redis and the API while the API, the helm test
-# pod and an allowed client still work; with the policies removed the same
-# pod gets through (the checks cannot pass on a cluster that enforces
-# nothing).
+# controller runs on every node (tools/k8s/cluster.sh). On the default values
+# a pod of another namespace reaches the API and neither the admin port nor
+# Redis. Then, narrowed (networkPolicy.http.from, a monitoring namespace of
+# its own, allowExternalEgress false), a pod outside the allowed set is cut
+# off from Redis and the API while the API, the helm test pod and an allowed
+# client still work, and an API pod reaches Redis and nothing off its egress
+# list; with the policies removed the same pod gets through (the checks
+# cannot pass on a cluster that enforces nothing).
 # Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 NP_NS=np NP_OTHER=np-other NP_MON=np-monitor
@@ -80,16 +83,44 @@ blocked() { [[ $1 == timeout || $1 == refused ]]; }
 # kv KEY TEXT: the value of KEY=VALUE in TEXT.
 kv() { grep -oE "(^| )$1=[^ ]*" <<<"$2" | head -n 1 | cut -d= -f2; }
 
-stage "NetworkPolicy enforced by kube-router: install with networkPolicy.enabled"
+stage "NetworkPolicy enforced by kube-router, on the default values: another namespace reaches the API, not the admin port nor Redis"
 restricted_ns "$NP_NS"
 restricted_ns "$NP_OTHER"
 restricted_ns "$NP_MON"
+t=$SECONDS
+if helm install "$REL" "$CHART" -n "$NP_NS" --set image.repository="$IMAGE_REPO" \
+  --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" --wait --timeout 240s >"$CLUSTER_DIR/logs/install-netpol.log" 2>&1; then
+  pass "helm install on the default values: $(kubectl get networkpolicy -n "$NP_NS" --no-headers | wc -l) NetworkPolicies; every pod Ready in $((SECONDS - t))s (the kubelet's probes pass them)"
+else
+  fail "helm install on the default values"; tail -n 20 "$CLUSTER_DIR/logs/install-netpol.log"; kubectl get pods -n "$NP_NS" -o wide
+fi
+np_install_s=$((SECONDS - t))
+api_ip=$(kubectl get pods -n "$NP_NS" -l app.kubernetes.io/component=api -o jsonpath='{.items[0].status.podIP}')
+redis_ip=$(kubectl get pods -n "$NP_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[0].status.podIP}')
+svc=$REL.$NP_NS.svc.cluster.local rsvc=$np_redis.$NP_NS.svc.cluster.local
+# The probes of a pod: through the Services (kube-proxy's DNAT, then routed
+# back to the bridge) and to the pods' addresses (switched by the bridge).
+fields='api=$(reach http://'"$svc"':8080/plants/1) api_pod=$(reach http://'"$api_ip"':8080/plants/1) redis=$(reach http://'"$rsvc"':6379/) redis_pod=$(reach http://'"$redis_ip"':6379/) metrics=$(reach http://'"$api_ip"':9090/metrics)'
+probes="echo \"$fields\""
+np_start "$NP_OTHER" np-default-other "{app.kubernetes.io/name: scenario-client}" "$probes"
+np_go "$NP_OTHER" np-default-other
+default_other=$(np_log "$NP_OTHER" np-default-other)
+echo "another namespace ($NP_OTHER), default values: $default_other"
+if [[ $(kv api "$default_other") =~ ^[0-9]{3}$ && $(kv api_pod "$default_other") =~ ^[0-9]{3}$ ]] &&
+  blocked "$(kv metrics "$default_other")" && blocked "$(kv redis "$default_other")" && blocked "$(kv redis_pod "$default_other")"; then
+  pass "default values: a pod of another namespace reaches the API (Service and pod: $(kv api "$default_other")), and not the admin port ($(kv metrics "$default_other")) nor Redis ($(kv redis "$default_other"))"
+else
+  fail "default values, from another namespace: want the API answering, the admin port and Redis cut off: $default_other"
+fi
+
+stage "narrowed by values: only labelled clients on the API, a monitoring namespace of its own, egress closed"
 # Only pods labelled as API clients in the release's namespace may call the
 # API (the chart adds its helm test pod); its metrics port only from the
-# np-monitor namespace; Redis only from the API pods.
+# np-monitor namespace; Redis only from the API pods; the API pods connect
+# to nothing but DNS and Redis.
 cat >"$CLUSTER_DIR/netpol-values.yaml" <<EOF
 networkPolicy:
-  enabled: true
+  allowExternalEgress: false
   http:
     from:
       - podSelector:
@@ -99,13 +130,12 @@ networkPolicy:
       matchLabels: {kubernetes.io/metadata.name: $NP_MON}
 EOF
 t=$SECONDS
-if helm install "$REL" "$CHART" -n "$NP_NS" -f "$CLUSTER_DIR/netpol-values.yaml" --set image.repository="$IMAGE_REPO" \
-  --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" --wait --timeout 240s >"$CLUSTER_DIR/logs/install-netpol.log" 2>&1; then
-  pass "helm install with networkPolicy.enabled: $(kubectl get networkpolicy -n "$NP_NS" --no-headers | wc -l) NetworkPolicies; every pod Ready in $((SECONDS - t))s (the kubelet's probes pass them)"
+if helm upgrade "$REL" "$CHART" -n "$NP_NS" --reuse-values -f "$CLUSTER_DIR/netpol-values.yaml" --wait --timeout 240s \
+  >"$CLUSTER_DIR/logs/upgrade-netpol-narrow.log" 2>&1; then
+  pass "helm upgrade to the narrowed policies in $((SECONDS - t))s"
 else
-  fail "helm install with networkPolicy.enabled"; tail -n 20 "$CLUSTER_DIR/logs/install-netpol.log"; kubectl get pods -n "$NP_NS" -o wide
+  fail "helm upgrade to the narrowed policies"; tail -n 20 "$CLUSTER_DIR/logs/upgrade-netpol-narrow.log"
 fi
-np_install_s=$((SECONDS - t))
 
 if helm test "$REL" -n "$NP_NS" --logs --timeout 120s >"$CLUSTER_DIR/logs/test-netpol.log" 2>&1 && grep -q '^PASS' "$CLUSTER_DIR/logs/test-netpol.log"; then
   np_helm_test=pass
@@ -116,13 +146,6 @@ else
 fi
 
 stage "who reaches the API (8080), its metrics port (9090) and Redis (6379)"
-api_ip=$(kubectl get pods -n "$NP_NS" -l app.kubernetes.io/component=api -o jsonpath='{.items[0].status.podIP}')
-redis_ip=$(kubectl get pods -n "$NP_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[0].status.podIP}')
-svc=$REL.$NP_NS.svc.cluster.local rsvc=$np_redis.$NP_NS.svc.cluster.local
-# The probes of a pod: through the Services (kube-proxy's DNAT, then routed
-# back to the bridge) and to the pods' addresses (switched by the bridge).
-fields='api=$(reach http://'"$svc"':8080/plants/1) api_pod=$(reach http://'"$api_ip"':8080/plants/1) redis=$(reach http://'"$rsvc"':6379/) redis_pod=$(reach http://'"$redis_ip"':6379/) metrics=$(reach http://'"$api_ip"':9090/metrics)'
-probes="echo \"$fields\""
 create='token=$(grep -v -e "^#" -e "^sha256:" -e "^$" /etc/tokens/tokens | head -n 1 | tr -d "[:space:]")
 id=$(( $(date +%s) % 1000000000 * 1000 + $(od -An -N2 -tu2 /dev/urandom) % 1000 ))
 printf "create=%s " "$(curl -s -o /dev/null --connect-timeout 2 --max-time 5 -w "%{http_code}" -X POST http://'"$REL"':8080/plants -H "Authorization: Bearer $token" -H "Content-Type: application/json" -d "{\"id\": $id, \"name\": \"netpol\"}")"
@@ -225,6 +248,7 @@ figures "netpol engine=kube-router-$(awk '$1 == "github.com/cloudnativelabs/kube
   "allowed:create=$(kv create "$allowed"),api=$(kv api "$allowed"),redis=$(kv redis "$allowed"),metrics=$(kv metrics "$allowed")" \
   "denied:api=$(kv api "$denied"),api_pod=$(kv api_pod "$denied"),redis=$(kv redis "$denied"),redis_pod=$(kv redis_pod "$denied"),metrics=$(kv metrics "$denied")" \
   "other_ns:api=$(kv api "$other"),redis=$(kv redis "$other")" \
+  "default_values_other_ns:api=$(kv api "$default_other"),metrics=$(kv metrics "$default_other"),redis=$(kv redis "$default_other")" \
   "monitor_ns:metrics=$(kv metrics "$monitor"),api=$(kv api "$monitor"),redis=$(kv redis "$monitor")" \
   "api_pod_egress:redis=$(kv redis "$api_egress"),apiserver=$(kv apiserver "$api_egress") redis_egress=$redis_egress engine_sync_ms_max=$NP_SYNC_MS probes_s=$np_probe_s" \
   "removed:api=$(kv api "$open"),api_pod_to_apiserver=$(kv apiserver "$api_egress_after"),redis=$(kv redis "$open"),redis_pod=$(kv redis_pod "$open"),tries=$(kv tries "$open"),open_after_ms=$open_ms"

@@ -72,14 +72,17 @@ tr_token=$(hex 16) tr_whsec=whsec_$(head -c 24 /dev/urandom | base64)
 # Small CPU requests: the releases of the scenarios before this one still
 # hold most of the node's 2 cores (requests only; nothing is limited).
 tr_install() {
-  helm install "$1" "$CHART" -n "$TR_NS" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" \
+  helm install "$1" "$CHART" -n "$TR_NS" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" "${APISERVER_METRICS[@]}" \
     --set-string "auth.tokens[0]=$tr_token name=load" --set resources.requests.cpu=10m --set redis.resources.requests.cpu=10m \
     --set otel.endpoint=http://otel-collector.observability:4318 \
     --set-string "webhooks.subscribers[0]=http://webhook-receiver.$OBS_NS.svc:8080/hooks/plantstore $tr_whsec" \
     --set "webhooks.allowCIDRs={10.96.0.0/16}" "${@:2}" --wait --timeout 180s >"$CLUSTER_DIR/logs/install-$1.log" 2>&1
 }
 t=$SECONDS
-if tr_install "$TR_HEAD" && tr_install "$TR_ON" --set otel.sampler=always_on --set redis.enabled=false \
+# $TR_ON's pods (the API and its migration Job) use $TR_HEAD's Redis: its
+# NetworkPolicy admits them by their release's label.
+if tr_install "$TR_HEAD" --set-json "networkPolicy.redis.extraIngress=[{\"from\": [{\"podSelector\": {\"matchLabels\": {\"app.kubernetes.io/instance\": \"$TR_ON\"}}}], \"ports\": [{\"port\": 6379}]}]" &&
+  tr_install "$TR_ON" --set otel.sampler=always_on --set redis.enabled=false \
   --set "externalRedis.addresses={$TR_HEAD-redis:6379}" --set "externalRedis.existingSecret=$TR_HEAD-redis" \
   --set externalRedis.existingSecretKey=redis-password --set-string config.redis.keyPrefix=traced:; then
   pass "$TR_HEAD (otel.sampler $(helm get values -n "$TR_NS" "$TR_HEAD" -a -o json | jq -r .otel.sampler) $(helm get values -n "$TR_NS" "$TR_HEAD" -a -o json | jq -r .otel.samplerArg)) and $TR_ON (always_on) Ready in $((SECONDS - t))s"
