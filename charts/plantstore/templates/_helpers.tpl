@@ -1108,6 +1108,9 @@ script waits for the failover and names the new master. A Sentinel that cannot r
 {{- $s := .Values.redis.sentinel -}}
 #!/bin/sh
 set -u
+# The password as the Secret holds it now (its volume follows a rotation; the environment keeps the
+# value the container started with).
+[ -r /etc/redis-auth/password ] && { REDISCLI_AUTH=$(cat /etc/redis-auth/password); export REDISCLI_AUTH; }
 me=$1
 end=$(($(date +%s) + 45))
 field() { sed -n "/^$1\$/{n;p;}"; }
@@ -1166,6 +1169,9 @@ instead of the down-after window. A replica stops as it is.
 {{- define "plantstore.redis.switchover" -}}
 #!/bin/sh
 set -u
+# The password as the Secret holds it now (its volume follows a rotation; the environment keeps the
+# value the container started with).
+[ -r /etc/redis-auth/password ] && { REDISCLI_AUTH=$(cat /etc/redis-auth/password); export REDISCLI_AUTH; }
 me=$1
 role() { redis-cli -h 127.0.0.1 --raw info replication | tr -d '\r' | sed -n 's/^role://p'; }
 [ "$(role)" = master ] || exit 0

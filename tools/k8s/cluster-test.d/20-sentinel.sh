@@ -297,16 +297,46 @@ else
   fail "$old after the uncordon: role '$role', a write answered '$refused'"
 fi
 
-stage "a new Redis image (plantstore.test/redis:7.0 as :7.0-roll) under $RATE creates/s: the set rolls by itself"
-# The same image under another tag: the pod template changes, so the
-# StatefulSet's rolling update replaces every server, each next one once the
-# last is Ready (a replica: in sync), a master handing over first.
+stage "the Redis password rotated as the chart README says, then a new Redis image (:7.0 as :7.0-roll), under $RATE creates/s"
+# One load over both. First the rotation, the README's own block: no
+# request may fail. Then the same image under another tag: the pod template
+# changes, so the StatefulSet's rolling update replaces every server (which
+# restart with the new password alone), each next one once the last is
+# Ready (a replica: in sync), a master handing over first; 503s with
+# Retry-After are allowed from the roll's start.
 node_image_tag plantstore.test/redis:7.0 plantstore.test/redis:7.0-roll
 master_before=$(master_pod "$SN_NS")
 uids_before=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[*].metadata.uid}')
 pod_logs_start "$SN_NS" app.kubernetes.io/component=redis redis "$CLUSTER_DIR/logs/roll-redis.log"
-LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" load_start "$SN_NS" load-roll 90
+LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" load_start "$SN_NS" load-roll 170
 sleep 5
+old_sha=$(kubectl get secret -n "$SN_NS" "$REL-redis" -o jsonpath='{.data.redis-password}' | sha256sum | cut -c1-12)
+t_rot=$(ms)
+{
+  echo "ns=$SN_NS release=$REL fullname=$REL master=plantstore"
+  awk '/<!-- rotate-redis-password -->/ {f = 1; next} f && /^```sh/ {g = 1; next} g && /^```/ {exit} g' "$CHART/README.md" | tail -n +2
+} >"$CLUSTER_DIR/rotate-redis-password.sh"
+if bash "$CLUSTER_DIR/rotate-redis-password.sh" >"$CLUSTER_DIR/logs/rotate-redis-password.log" 2>&1; then
+  rotated_ms=$(($(ms) - t_rot))
+else
+  rotated_ms=-1
+  tail -n 10 "$CLUSTER_DIR/logs/rotate-redis-password.log"
+fi
+new_sha=$(kubectl get secret -n "$SN_NS" "$REL-redis" -o jsonpath='{.data.redis-password}' | sha256sum | cut -c1-12)
+# Every server and Sentinel now refuses the old password and takes the new one.
+# auth_probe PORT: PONG or the error with the Secret's password (new) and
+# with the container's environment (the old one, from the pod's start).
+auth_probe='new=$(REDISCLI_AUTH=$(cat /etc/redis-auth/password) redis-cli -p "$1" ping 2>&1 | head -n 1 | cut -c1-9)
+old=$(REDISCLI_AUTH=$REDIS_PASSWORD redis-cli -p "$1" ping 2>&1 | grep -o -m1 -e WRONGPASS -e NOAUTH -e PONG)
+echo "$new/$old"'
+auth_check="" auth_ok=0
+for p in $(redis_pods "$SN_NS"); do
+  for c in redis:6379 sentinel:26379; do
+    a=$(kubectl exec -n "$SN_NS" "$p" -c "${c%:*}" -- sh -c "$auth_probe" _ "${c#*:}" 2>/dev/null | tr -d '\r')
+    auth_check+="$p/${c%:*}=$a "
+    [[ $a != PONG/WRONGPASS ]] || auth_ok=$((auth_ok + 1))
+  done
+done
 t=$(ms)
 if helm upgrade "$REL" "$CHART" -n "$SN_NS" "${sn_values[@]}" --set-string redis.image.tag=7.0-roll --wait --timeout 240s \
   >"$CLUSTER_DIR/logs/roll-sentinel.log" 2>&1 &&
@@ -329,7 +359,18 @@ handovers=$(grep -c 'switchover: .* hands over to [^n]' "$CLUSTER_DIR/logs/roll-
 wait_settled "$SN_NS" 60 || echo "the set did not settle within 60s after the roll"
 master_after=$(master_pod "$SN_NS")
 window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
-figures "sentinel-roll image=7.0-roll rolled_ms=$rolled_ms replaced=$replaced/3 order=[$order] master_before=$master_before master_after=$master_after handovers=$handovers unavailable_503=$(jq .Unavailable <<<"$s") first_to_last_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") $(events_figures "$s")"
+figures "sentinel-roll image=7.0-roll load_covers_roll=$(($(jq '.End // 0' <<<"$s") > t + rolled_ms)) rolled_ms=$rolled_ms replaced=$replaced/3 order=[$order] master_before=$master_before master_after=$master_after handovers=$handovers unavailable_503=$(jq .Unavailable <<<"$s") first_to_last_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") $(events_figures "$s")"
+first_503=$(jq '.First503 // 0' <<<"$s")
+figures "redis-password-rotation rotated_ms=$rotated_ms secret_changed=$([[ $old_sha != "$new_sha" ]] && echo yes || echo no) first_503_after_rotation_ms=$(((first_503 > 0) ? first_503 - t_rot - rotated_ms : -1)) auth=[${auth_check% }]"
+# Each pod answers PONG with the Secret's (new) password, and its
+# environment's (the old one, from the pod's start) is refused.
+if ((rotated_ms >= 0 && (first_503 == 0 || first_503 >= t) && auth_ok == 6)) && [[ $old_sha != "$new_sha" ]] &&
+  (($(jq .Start <<<"$s") < t_rot)); then
+  pass "the Redis password rotated by the chart README's block in ${rotated_ms}ms under $RATE creates/s: no request failed before the roll, every server and Sentinel takes the new password and refuses the old"
+else
+  fail "the Redis password rotation: ${rotated_ms}ms, first 503 at $((first_503 - t_rot))ms from its start (the roll began at $((t - t_rot))ms), Secret changed: $([[ $old_sha != "$new_sha" ]] && echo yes || echo no), auth: ${auth_check% }"
+  tail -n 5 "$CLUSTER_DIR/logs/rotate-redis-password.log"
+fi
 if load_verdict sentinel-roll "$s" 1 && events_ok "$s" && ((rolled_ms >= 0 && replaced == 3)) && [[ $images == "plantstore.test/redis:7.0-roll" && -n $master_after ]]; then
   pass "a new Redis image rolled by the upgrade alone in ${rolled_ms}ms: 3 of 3 servers replaced (order $order; master $master_before, then $master_after; $handovers handovers), $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After (first to last ${window_ms}ms), no transport error, every acknowledged plant read back and its plant.created received"
 else
