@@ -67,6 +67,53 @@ argo_sync() {
   echo "$dir/rendered.yaml"
 }
 
+# gitops_from_v1: a sync of the 1.0.0 chart, then of this one under load
+# (point 2 above); it runs beside the rest of this file, in namespaces of
+# its own, and is joined at its end.
+gitops_from_v1() {
+  stage "GitOps: a sync from 1.0.0 to this chart under $RATE creates/s while 1.0.0 pods drain"
+  V1_NS=gitops-v1
+  if [[ -z ${RELEASED_DIGEST[1.0.0]:-} ]]; then
+    fail "the sync from 1.0.0 needs 1.0.0's release in the node's registry: run 05-release.sh first (CLUSTER_SCENARIOS='^(05|12)')"
+  else
+    restricted_ns "$V1_NS"
+    rm -rf "$CLUSTER_DIR/gitops/chart-1.0.0" && mkdir -p "$CLUSTER_DIR/gitops/chart-1.0.0"
+    helm pull "$CHART_OCI" --version 1.0.0 --plain-http --untar -d "$CLUSTER_DIR/gitops/chart-1.0.0" >/dev/null
+    t=$SECONDS
+    if argo_sync "$V1_NS" v1 "$CLUSTER_DIR/gitops/chart-1.0.0/plantstore" "${LOCAL_IMAGES[@]}" >/dev/null; then
+      pass "a sync of the 1.0.0 chart in $((SECONDS - t))s"
+      v1_first=930000000
+      wrote=$(create_plants "$V1_NS" "$v1_first" 200 v1)
+      load_start "$V1_NS" load-sync 75 "http://$REL:8080" "$REL-tokens"
+      sleep 5
+      t=$(ms)
+      argo_sync "$V1_NS" v1-to-now >/dev/null || fail "the sync from 1.0.0 to this chart"
+      t2=$(ms)
+      s=$(load_result "$V1_NS" load-sync) || s='{}'
+      out=$(check_plants "$V1_NS" "$v1_first" 200 v1)
+      report=$(grep -h '^migrate-store: [0-9]' "$CLUSTER_DIR/gitops/sync-v1-to-now/"*migrate*.log 2>/dev/null || true)
+      passes_found=$(grep -h -c '^migrate-store: pass ' "$CLUSTER_DIR/gitops/sync-v1-to-now/"*migrate*.log 2>/dev/null || echo 0)
+      left=$(kubectl exec -n "$V1_NS" "$REL-redis-0" -c redis -- sh -c 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli --scan --pattern "plantstore:plant:{*}" | wc -l' 2>/dev/null || echo '?')
+      figures "gitops-from-1.0.0 sync_seconds=$(((t2 - t) / 1000)) v1_written=$wrote v1_plants[$out] passes_that_found_keys=$passes_found v1_keys_left=$left migrate=[${report#migrate-store: }]"
+      # The sync restarts the chart's Redis (its spec changed): 503s with Retry-After meanwhile.
+      if load_verdict "gitops-from-1.0.0" "$s" 1 && (($(jq .Start <<<"$s") < t && $(jq .End <<<"$s") > t2)); then
+        pass "sync 1.0.0 → $(cat "$REPO/VERSION") ($(((t2 - t) / 1000))s) under load: every create 200 or, while Redis restarted, 503 with Retry-After ($(jq .Unavailable <<<"$s")), every acknowledged plant readable after it, those the draining 1.0.0 pods wrote included"
+      else
+        fail "sync 1.0.0 → this chart under load: failed requests, a plant not readable, or a load shorter than the sync ($t..$t2 vs $(jq -c '[.Start,.End]' <<<"$s"))"
+      fi
+      if [[ $wrote == 200 && $out == "read=200 listed=200 "* && $left == 0 && $report == *"settled: no new 1.0.0 key for 35s"* ]]; then
+        pass "the migration Job settled 35 s, not an install's 2 s, once it found 1.0.0 keys: 0 left; the 200 written through 1.0.0 read and listed ($out)"
+      else
+        fail "after the sync from 1.0.0: written $wrote, $out, 1.0.0 keys left $left, the Job said: $report"
+      fi
+    else
+      fail "a sync of the 1.0.0 chart"
+    fi
+    kubectl delete namespace "$V1_NS" --wait=false >/dev/null
+  fi
+}
+beside gitops-from-1.0.0 gitops_from_v1
+
 stage "GitOps: two syncs as Argo CD applies the chart (helm template, hooks as phases, server-side apply)"
 restricted_ns "$GITOPS_NS"
 t=$SECONDS
@@ -95,46 +142,6 @@ else
 fi
 kubectl delete namespace "$GITOPS_NS" --wait=false >/dev/null
 
-stage "GitOps: a sync from 1.0.0 to this chart under $RATE creates/s while 1.0.0 pods drain"
-V1_NS=gitops-v1
-if [[ -z ${RELEASED_DIGEST[1.0.0]:-} ]]; then
-  fail "the sync from 1.0.0 needs 1.0.0's release in the node's registry: run 05-release.sh first (CLUSTER_SCENARIOS='^(05|12)')"
-else
-  restricted_ns "$V1_NS"
-  rm -rf "$CLUSTER_DIR/gitops/chart-1.0.0" && mkdir -p "$CLUSTER_DIR/gitops/chart-1.0.0"
-  helm pull "$CHART_OCI" --version 1.0.0 --plain-http --untar -d "$CLUSTER_DIR/gitops/chart-1.0.0" >/dev/null
-  t=$SECONDS
-  if argo_sync "$V1_NS" v1 "$CLUSTER_DIR/gitops/chart-1.0.0/plantstore" "${LOCAL_IMAGES[@]}" >/dev/null; then
-    pass "a sync of the 1.0.0 chart in $((SECONDS - t))s"
-    v1_first=930000000
-    wrote=$(create_plants "$V1_NS" "$v1_first" 200 v1)
-    load_start "$V1_NS" load-sync 75 "http://$REL:8080" "$REL-tokens"
-    sleep 5
-    t=$(ms)
-    argo_sync "$V1_NS" v1-to-now >/dev/null || fail "the sync from 1.0.0 to this chart"
-    t2=$(ms)
-    s=$(load_result "$V1_NS" load-sync) || s='{}'
-    out=$(check_plants "$V1_NS" "$v1_first" 200 v1)
-    report=$(grep -h '^migrate-store: [0-9]' "$CLUSTER_DIR/gitops/sync-v1-to-now/"*migrate*.log 2>/dev/null || true)
-    passes_found=$(grep -h -c '^migrate-store: pass ' "$CLUSTER_DIR/gitops/sync-v1-to-now/"*migrate*.log 2>/dev/null || echo 0)
-    left=$(kubectl exec -n "$V1_NS" "$REL-redis-0" -c redis -- sh -c 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli --scan --pattern "plantstore:plant:{*}" | wc -l' 2>/dev/null || echo '?')
-    figures "gitops-from-1.0.0 sync_seconds=$(((t2 - t) / 1000)) v1_written=$wrote v1_plants[$out] passes_that_found_keys=$passes_found v1_keys_left=$left migrate=[${report#migrate-store: }]"
-    # The sync restarts the chart's Redis (its spec changed): 503s with Retry-After meanwhile.
-    if load_verdict "gitops-from-1.0.0" "$s" 1 && (($(jq .Start <<<"$s") < t && $(jq .End <<<"$s") > t2)); then
-      pass "sync 1.0.0 → $(cat "$REPO/VERSION") ($(((t2 - t) / 1000))s) under load: every create 200 or, while Redis restarted, 503 with Retry-After ($(jq .Unavailable <<<"$s")), every acknowledged plant readable after it, those the draining 1.0.0 pods wrote included"
-    else
-      fail "sync 1.0.0 → this chart under load: failed requests, a plant not readable, or a load shorter than the sync ($t..$t2 vs $(jq -c '[.Start,.End]' <<<"$s"))"
-    fi
-    if [[ $wrote == 200 && $out == "read=200 listed=200 "* && $left == 0 && $report == *"settled: no new 1.0.0 key for 35s"* ]]; then
-      pass "the migration Job settled 35 s, not an install's 2 s, once it found 1.0.0 keys: 0 left; the 200 written through 1.0.0 read and listed ($out)"
-    else
-      fail "after the sync from 1.0.0: written $wrote, $out, 1.0.0 keys left $left, the Job said: $report"
-    fi
-  else
-    fail "a sync of the 1.0.0 chart"
-  fi
-  kubectl delete namespace "$V1_NS" --wait=false >/dev/null
-fi
 
 stage "GitOps: the generated Secrets through helm install, upgrade, rollback, uninstall and install again"
 HK_NS=gitops-helm
@@ -195,3 +202,4 @@ else
 fi
 helm uninstall "$REL" -n "$HK_NS" --wait --timeout 120s >/dev/null 2>&1 || true
 kubectl delete namespace "$HK_NS" --wait=false >/dev/null
+joined gitops-from-1.0.0
