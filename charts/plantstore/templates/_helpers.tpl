@@ -420,6 +420,14 @@ app.kubernetes.io/component: redis
 {{- end }}
 
 {{/*
+The Redis pods' ServiceAccount: their own, not the namespace's default, and without a token (Redis calls no
+API). Named as the StatefulSet.
+*/}}
+{{- define "plantstore.redis.serviceAccountName" -}}
+{{- include "plantstore.suffixedName" (list . "-redis" 52) }}
+{{- end }}
+
+{{/*
 The labels of the Redis data PVCs (the StatefulSet's volume claim template), as JSON: the selector labels, the
 same as every chart before, and commonLabels. Never the chart's version nor anything else that changes with the
 chart: Kubernetes refuses any change of a StatefulSet's volumeClaimTemplates, so such a label would fail every

@@ -401,12 +401,10 @@ func TestRedisClaimTemplateChangeStopsTheUpgrade(t *testing.T) {
 	}
 }
 
-// The `helm test` pod runs as a ServiceAccount of its own, never the
-// namespace's default, with no token on the account or the pod; a plain object
-// of the release (Helm 3's `helm test --logs` reads every test hook's log as a
-// pod's). Redis keeps the namespace's default, without a token: a rollback to
-// a chart without a Redis ServiceAccount would delete it under the running
-// StatefulSet, whose next pod the API server then refuses.
+// The Redis pods and the `helm test` pod run as ServiceAccounts of their own,
+// never the namespace's default, with no token on the account or the pod; the
+// test pod's is a plain object of the release (Helm 3's `helm test --logs`
+// reads every test hook's log as a pod's).
 func TestOwnServiceAccounts(t *testing.T) {
 	for _, set := range []string{"", sentinelValues, hatches} {
 		var files []string
@@ -415,6 +413,7 @@ func TestOwnServiceAccounts(t *testing.T) {
 		}
 		r := mustRender(t, files)
 		for _, c := range []struct{ kind, name, account string }{
+			{"StatefulSet", "plantstore-redis", "plantstore-redis"},
 			{"Pod", "plantstore-test-create-plant", "plantstore-test"},
 			{"Deployment", "plantstore", "plantstore"},
 		} {
@@ -436,11 +435,22 @@ func TestOwnServiceAccounts(t *testing.T) {
 		if got := str(r.get(t, "ServiceAccount", "plantstore-test").Obj, "metadata", "labels", "app.kubernetes.io/component"); got != "test" {
 			t.Errorf("%s: the test ServiceAccount's component %q", set, got)
 		}
-		if spec := podSpec(r.get(t, "StatefulSet", "plantstore-redis")); spec["serviceAccountName"] != nil || spec["automountServiceAccountToken"] != false {
-			t.Errorf("%s: the Redis pods run as %v with automountServiceAccountToken %v; want the namespace's default, without a token", set, spec["serviceAccountName"], spec["automountServiceAccountToken"])
+		if got := str(r.get(t, "ServiceAccount", "plantstore-redis").Obj, "metadata", "labels", "app.kubernetes.io/component"); got != "redis" {
+			t.Errorf("%s: the Redis ServiceAccount's component %q", set, got)
+		}
+		// A rollback to a chart without it must not delete it under running pods.
+		if got := str(r.get(t, "ServiceAccount", "plantstore-redis").Obj, "metadata", "annotations", "helm.sh/resource-policy"); got != "keep" {
+			t.Errorf("%s: the Redis ServiceAccount's resource-policy %q, want keep", set, got)
 		}
 	}
-	mustRender(t, []string{"ci/external-sentinel-values.yaml"}).get(t, "ServiceAccount", "plantstore-test")
+	// Without the chart's Redis, no Redis ServiceAccount.
+	r := mustRender(t, []string{"ci/external-sentinel-values.yaml"})
+	for _, sa := range r.find("ServiceAccount") {
+		if sa.Name() == "plantstore-redis" {
+			t.Errorf("ServiceAccount plantstore-redis rendered without the chart's Redis")
+		}
+	}
+	r.get(t, "ServiceAccount", "plantstore-test")
 }
 
 // tests.nodeSelector, tests.tolerations and tests.affinity place the
