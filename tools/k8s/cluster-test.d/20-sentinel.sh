@@ -308,7 +308,7 @@ node_image_tag plantstore.test/redis:7.0 plantstore.test/redis:7.0-roll
 master_before=$(master_pod "$SN_NS")
 uids_before=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[*].metadata.uid}')
 pod_logs_start "$SN_NS" app.kubernetes.io/component=redis redis "$CLUSTER_DIR/logs/roll-redis.log"
-LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" load_start "$SN_NS" load-roll 130
+LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" load_start "$SN_NS" load-roll 150
 sleep 5
 old_sha=$(kubectl get secret -n "$SN_NS" "$REL-redis" -o jsonpath='{.data.redis-password}' | sha256sum | cut -c1-12)
 t_rot=$(ms)
