@@ -150,6 +150,15 @@ type MigrationOptions struct {
 	Pause time.Duration
 }
 
+// settleFor is the settle time in force once found says whether a pass
+// has seen a 1.0.0 key.
+func (o MigrationOptions) settleFor(found bool) time.Duration {
+	if found {
+		return max(o.Settle, o.SettleFound)
+	}
+	return o.Settle
+}
+
 // Seen is how many 1.0.0 keys the pass found: moved, already there, or in
 // conflict.
 func (m MigrationResult) Seen() int { return m.Moved + m.Already + len(m.Conflicts) }
@@ -187,7 +196,7 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 		total      MigrationResult
 		conflicted = map[int64]bool{}
 		quietSince time.Time // start of the run of quiet passes; zero: none
-		settle     = o.Settle
+		found      bool      // a pass has seen a 1.0.0 key
 		timer      *time.Timer
 	)
 	for pass := 1; ; pass++ {
@@ -206,9 +215,8 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 				quiet = false
 			}
 		}
-		if res.Seen() > 0 && o.SettleFound > settle {
-			settle = o.SettleFound
-		}
+		found = found || res.Seen() > 0
+		settle := o.settleFor(found)
 		if err != nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
@@ -282,12 +290,8 @@ func RunMigration(ctx context.Context, o RedisOptions, m MigrationOptions, out i
 		res.Moved, res.Already, len(res.Conflicts))
 	if settling {
 		fmt.Fprintf(out, " (%d passes", passes)
-		settle := m.Settle
-		if res.Seen() > 0 {
-			settle = max(settle, m.SettleFound)
-		}
 		if err == nil {
-			fmt.Fprintf(out, "; settled: no new 1.0.0 key for %v", settle)
+			fmt.Fprintf(out, "; settled: no new 1.0.0 key for %v", m.settleFor(res.Seen() > 0))
 		}
 		fmt.Fprint(out, ")")
 	}
