@@ -150,21 +150,22 @@ func ensureTokens(ctx context.Context, api Secrets, spec Spec, readerDigest stri
 	if readerDigest != "" {
 		reader = fmt.Sprintf("# helm test's read-only token (tests.readToken); its raw value is in Secret %s.\nsha256:%s name=helm-test-reader scopes=plants:read\n", spec.ReaderSecret, readerDigest)
 	}
-	s, o, err := ensure(ctx, api, spec, spec.TokensSecret, func() (map[string][]byte, error) {
+	fresh := func() (map[string][]byte, error) {
 		t, err := generate()
 		return map[string][]byte{"tokens": []byte(generatedTokensFile(t, block, reader))}, err
-	})
+	}
+	s, o, err := ensure(ctx, api, spec, spec.TokensSecret, fresh)
 	if err != nil {
 		return Outcome{}, err
 	}
 	if o.Action != "created" && strings.HasPrefix(string(s.Data["tokens"]), fromValuesHeader) {
 		// The previous release rendered this Secret from auth.tokens, now
 		// unset: none of those tokens may open the API any longer.
-		t, err := generate()
+		d, err := fresh()
 		if err != nil {
 			return Outcome{}, err
 		}
-		s.Data["tokens"] = []byte(generatedTokensFile(t, block, reader))
+		s.Data["tokens"] = d["tokens"]
 		if _, err := api.Update(ctx, s); err != nil {
 			return Outcome{}, err
 		}
