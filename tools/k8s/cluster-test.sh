@@ -334,6 +334,16 @@ load_result() {
   kubectl delete -n "$ns" pod "$name" --wait=false >/dev/null
 }
 
+# window_503_ms JSON: from the load's first 503 to its first 200 after the
+# last one (0 without a 503). covered JSON FROM TO: the load ran from before
+# FROM (ms) to after TO.
+window_503_ms() { jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$1" 2>/dev/null || echo -1; }
+covered() { jq -e --argjson a "$2" --argjson b "$3" '.Start < $a and .End > $b' <<<"$1" >/dev/null 2>&1; }
+# The bound of the 503s while the chart's standalone Redis restarts (an
+# upgrade that changes its spec, a new image): its stop, its new pod's start
+# and AOF load, the API pods' reconnect (docs/reliability.md).
+REDIS_RESTART_503_MS=15000
+
 # load_verdict NAME JSON [ALLOW_503]: PASS when every answer was 200 (or, with
 # ALLOW_503, a 503 with Retry-After), no transport error, no generator stall
 # and every acknowledged plant stored; prints the figures either way.

@@ -96,7 +96,7 @@ gitops_from_v1() {
       left=$(kubectl exec -n "$V1_NS" "$REL-redis-0" -c redis -- sh -c 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli --scan --pattern "plantstore:plant:{*}" | wc -l' 2>/dev/null || echo '?')
       figures "gitops-from-1.0.0 sync_seconds=$(((t2 - t) / 1000)) v1_written=$wrote v1_plants[$out] passes_that_found_keys=$passes_found v1_keys_left=$left migrate=[${report#migrate-store: }]"
       # The sync restarts the chart's Redis (its spec changed): 503s with Retry-After meanwhile.
-      if load_verdict "gitops-from-1.0.0" "$s" 1 && (($(jq .Start <<<"$s") < t && $(jq .End <<<"$s") > t2)); then
+      if load_verdict "gitops-from-1.0.0" "$s" 1 && covered "$s" "$t" "$t2"; then
         pass "sync 1.0.0 → $(cat "$REPO/VERSION") ($(((t2 - t) / 1000))s) under load: every create 200 or, while Redis restarted, 503 with Retry-After ($(jq .Unavailable <<<"$s")), every acknowledged plant readable after it, those the draining 1.0.0 pods wrote included"
       else
         fail "sync 1.0.0 → this chart under load: failed requests, a plant not readable, or a load shorter than the sync ($t..$t2 vs $(jq -c '[.Start,.End]' <<<"$s"))"

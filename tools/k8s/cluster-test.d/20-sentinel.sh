@@ -251,7 +251,7 @@ fi
 new=$(wait_master "$SN_NS" "$old" 60 "$old") || new=""
 promoted_ms=$(($(ms) - t))
 s=$(load_result "$SN_NS" load-drain) || s='{}'
-window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
+window_ms=$(window_503_ms "$s")
 pending=$(kubectl get pod -n "$SN_NS" "$old" -o jsonpath='{.status.phase} {.status.conditions[?(@.type=="PodScheduled")].reason}' 2>/dev/null)
 figures "sentinel-drain node=$master_node drained_ms=$drained_ms master=$old promoted=$new promoted_ms=$promoted_ms unavailable_503=$(jq .Unavailable <<<"$s") window_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") $(events_figures "$s") evicted_redis=[$pending]"
 pod_logs_stop "$CLUSTER_DIR/logs/drain-redis.log"
@@ -358,23 +358,23 @@ replaced=$((3 - replaced))
 handovers=$(grep -c 'switchover: .* hands over to [^n]' "$CLUSTER_DIR/logs/roll-redis.log" || true)
 wait_settled "$SN_NS" 60 || echo "the set did not settle within 60s after the roll"
 master_after=$(master_pod "$SN_NS")
-window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
-figures "sentinel-roll image=7.0-roll load_covers_roll=$(($(jq '.End // 0' <<<"$s") > t + rolled_ms)) rolled_ms=$rolled_ms replaced=$replaced/3 order=[$order] master_before=$master_before master_after=$master_after handovers=$handovers unavailable_503=$(jq .Unavailable <<<"$s") first_to_last_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") $(events_figures "$s")"
+window_ms=$(window_503_ms "$s")
+figures "sentinel-roll image=7.0-roll rolled_ms=$rolled_ms replaced=$replaced/3 order=[$order] master_before=$master_before master_after=$master_after handovers=$handovers unavailable_503=$(jq .Unavailable <<<"$s") first_to_last_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") $(events_figures "$s")"
 first_503=$(jq '.First503 // 0' <<<"$s")
 figures "redis-password-rotation rotated_ms=$rotated_ms secret_changed=$([[ $old_sha != "$new_sha" ]] && echo yes || echo no) first_503_after_rotation_ms=$(((first_503 > 0) ? first_503 - t_rot - rotated_ms : -1)) auth=[${auth_check% }]"
 # Each pod answers PONG with the Secret's (new) password, and its
 # environment's (the old one, from the pod's start) is refused.
 if ((rotated_ms >= 0 && (first_503 == 0 || first_503 >= t) && auth_ok == 6)) && [[ $old_sha != "$new_sha" ]] &&
-  (($(jq .Start <<<"$s") < t_rot)); then
+  covered "$s" "$t_rot" "$t"; then
   pass "the Redis password rotated by the chart README's block in ${rotated_ms}ms under $RATE creates/s: no request failed before the roll, every server and Sentinel takes the new password and refuses the old"
 else
   fail "the Redis password rotation: ${rotated_ms}ms, first 503 at $((first_503 - t_rot))ms from its start (the roll began at $((t - t_rot))ms), Secret changed: $([[ $old_sha != "$new_sha" ]] && echo yes || echo no), auth: ${auth_check% }"
   tail -n 5 "$CLUSTER_DIR/logs/rotate-redis-password.log"
 fi
-if load_verdict sentinel-roll "$s" 1 && events_ok "$s" && ((rolled_ms >= 0 && replaced == 3)) && [[ $images == "plantstore.test/redis:7.0-roll" && -n $master_after ]]; then
+if load_verdict sentinel-roll "$s" 1 && events_ok "$s" && ((rolled_ms >= 0 && replaced == 3)) && covered "$s" "$t" "$((t + rolled_ms))" && [[ $images == "plantstore.test/redis:7.0-roll" && -n $master_after ]]; then
   pass "a new Redis image rolled by the upgrade alone in ${rolled_ms}ms: 3 of 3 servers replaced (order $order; master $master_before, then $master_after; $handovers handovers), $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After (first to last ${window_ms}ms), no transport error, every acknowledged plant read back and its plant.created received"
 else
-  fail "the Redis image roll: rolled in ${rolled_ms}ms, $replaced of 3 replaced, images [$images], master after '${master_after}'; events: $(events_figures "$s")"
+  fail "the Redis image roll: rolled in ${rolled_ms}ms (the load covering it: $(covered "$s" "$t" "$((t + rolled_ms))" && echo yes || echo no)), $replaced of 3 replaced, images [$images], master after '${master_after}'; events: $(events_figures "$s")"
   grep switchover "$CLUSTER_DIR/logs/roll-redis.log" || true
 fi
 
@@ -432,7 +432,7 @@ SN_KILL_503_MS=12000
 node_loss_verdict() {
   local load=$1 what=$2 s window_ms errors_until_ms first_503_ms
   s=$(load_result "$SN_NS" "$load") || s='{}'
-  window_ms=$(jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$s" 2>/dev/null || echo -1)
+  window_ms=$(window_503_ms "$s")
   errors_until_ms=$(jq --argjson t "$t" 'if .LastTransportError > 0 then .LastTransportError - $t else 0 end' <<<"$s" 2>/dev/null || echo -1)
   first_503_ms=$(jq --argjson t "$t" 'if .First503 > 0 then .First503 - $t else 0 end' <<<"$s" 2>/dev/null || echo -1)
   figures "sentinel-node-loss${load#load-kill} node=$master_node traefik_pods_on_it=$traefik_on_node api_pods_on_it=$api_on_node master=$old promoted=$new promoted_ms=$promoted_ms node_notready_ms=$notready_ms rate=$(jq '.Sent / 40 | floor' <<<"$s") unavailable_503=$(jq .Unavailable <<<"$s") first_503_after_kill_ms=$first_503_ms window_503_ms=$window_ms transport_errors=$(jq .TransportErrors <<<"$s") last_transport_error_after_kill_ms=$errors_until_ms $(events_figures "$s")"
