@@ -224,7 +224,7 @@ const EnvMigrateSettle = "PLANTSTORE_MIGRATE_SETTLE"
 const EnvMigrateSettleFound = "PLANTSTORE_MIGRATE_SETTLE_FOUND"
 
 // migrateUsage heads the help of migrate-store.
-const migrateUsage = "Usage: plantstore migrate-store [flags]\n\nMoves the plants version 1.0.0 stored in Redis to the 1.1.0 layout\n(docs/storage.md). It takes the service's flags, of which it uses the Redis\noptions, and --settle and --settle-found. Every flag can also be set by the environment\nvariable shown; a flag given on the command line wins.\n"
+const migrateUsage = "Usage: plantstore migrate-store [flags]\n\nMoves the plants version 1.0.0 stored in Redis to the 1.1.0 layout\n(docs/storage.md). It takes the service's flags, of which it uses the Redis\noptions, --settle and --settle-found. Every flag can also be set by the\nenvironment variable shown; a flag given on the command line wins.\n"
 
 // ParseMigrate reads the configuration of `plantstore migrate-store`: the
 // service's flags and environment, of which it uses the Redis options (it

@@ -372,13 +372,13 @@ hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
 node_curl() { nsenter --net="/run/netns/$NETNS" curl -s --max-time 10 "$@"; }
 # api_token NS: the first raw token of the release's tokens Secret.
 api_token() { kubectl get secret -n "$1" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d | grep -v -e '^#' -e '^sha256:' -e '^$' | head -n 1 | awk '{print $1}'; }
-# node_plant NS METHOD ID: POST (a plant named plant-ID) or GET /plants/ID
-# through the release's Service, from the node, with api_token; prints the
-# HTTP code (000 when nothing answers).
+# node_plant NS METHOD ID [TOKEN]: POST (a plant named plant-ID) or GET
+# /plants/ID through the release's Service, from the node, with TOKEN (by
+# default api_token); prints the HTTP code (000 when nothing answers).
 node_plant() {
-  local ip token args=()
+  local ip token=${4:-} args=()
   ip=$(kubectl get svc -n "$1" "$REL" -o jsonpath='{.spec.clusterIP}' 2>/dev/null) || true
-  token=$(api_token "$1") || true
+  [[ -n $token ]] || token=$(api_token "$1") || true
   if [[ $2 == POST ]]; then
     args=(-X POST "http://$ip:8080/plants" -H 'Content-Type: application/json' -d "{\"id\": $3, \"name\": \"plant-$3\"}")
   else

@@ -177,23 +177,17 @@ if ((distinct == 1)); then pass "token and Redis password the same through insta
 if [[ $old_plant == 200 ]]; then pass "the plant written after install is readable after uninstall and reinstall (200)"; else fail "the plant written before the uninstall: $old_plant after the reinstall"; fi
 
 stage "auth.tokens: a token set, then removed from the values, stops opening the API"
-# token_code NS TOKEN: GET /plants/720001 with TOKEN; prints the HTTP code.
-token_code() {
-  local ip
-  ip=$(kubectl get svc -n "$1" "$REL" -o jsonpath='{.spec.clusterIP}')
-  node_curl -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $2" "http://$ip:8080/plants/720001" || true
-}
 tok_a=values-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 helm upgrade "$REL" "$CHART" -n "$HK_NS" "${GITOPS_VALUES[@]}" --set-string "auth.tokens[0]=$tok_a name=from-values" --wait --timeout 240s \
   >"$CLUSTER_DIR/logs/gitops-helm-tokens-set.log" 2>&1 || fail "helm upgrade with auth.tokens"
-code_set=$(token_code "$HK_NS" "$tok_a")
+code_set=$(node_plant "$HK_NS" GET 720001 "$tok_a")
 t=$SECONDS
 helm upgrade "$REL" "$CHART" -n "$HK_NS" "${GITOPS_VALUES[@]}" --wait --timeout 240s \
   >"$CLUSTER_DIR/logs/gitops-helm-tokens-unset.log" 2>&1 || fail "helm upgrade without auth.tokens"
-code_unset=$(token_code "$HK_NS" "$tok_a")
-until [[ $code_unset == 401 ]] || ((SECONDS - t > 150)); do sleep 2; code_unset=$(token_code "$HK_NS" "$tok_a"); done
+code_unset=$(node_plant "$HK_NS" GET 720001 "$tok_a")
+until [[ $code_unset == 401 ]] || ((SECONDS - t > 150)); do sleep 2; code_unset=$(node_plant "$HK_NS" GET 720001 "$tok_a"); done
 revoked_after=$((SECONDS - t))
-code_generated=$(token_code "$HK_NS" "$(api_token "$HK_NS")")
+code_generated=$(node_plant "$HK_NS" GET 720001)
 figures "tokens-revoked set=$code_set after_removal=$code_unset seconds_from_upgrade_start=$revoked_after generated_token=$code_generated"
 if [[ $code_set == 200 && $code_unset == 401 && $code_generated == 200 ]]; then
   pass "a token of auth.tokens opened the API (200) and, once removed from the values, no longer did (401, ${revoked_after}s from the upgrade's start); the token generated in its place did (200)"
