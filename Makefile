@@ -50,7 +50,7 @@ generate: generate-dashboard chart-docs ## regenerate every generated file: the 
 	$(MAKE) generate-docs
 
 generate-docs: redis-server
-	$(GO) test -count=1 -run 'Doc$$' ./internal/config ./internal/kubesecret ./internal/app ./internal/apierror ./internal/docgen ./internal/docspage -update
+	$(GO) test -count=1 -run 'Doc$$' ./internal/config ./internal/kube ./internal/app ./internal/apierror ./internal/docgen ./internal/docspage -update
 	cd tools && $(GO) test -count=1 ./openapi -run '^TestAPIDoc$$' -update
 
 generate-check: ## fail, with a diff, when api/client/client.gen.go is not what api/openapi.yaml generates

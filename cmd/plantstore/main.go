@@ -16,7 +16,7 @@ import (
 	"github.com/plantstore/plantstore/internal/app"
 	"github.com/plantstore/plantstore/internal/auth"
 	"github.com/plantstore/plantstore/internal/config"
-	"github.com/plantstore/plantstore/internal/kubesecret"
+	"github.com/plantstore/plantstore/internal/kube"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/internal/version"
 )
@@ -29,6 +29,9 @@ func main() {
 			return
 		case "ensure-secrets":
 			ensureSecrets(os.Args[2:])
+			return
+		case "roll-redis":
+			rollRedis(os.Args[2:])
 			return
 		}
 	}
@@ -94,13 +97,28 @@ func migrateStore(args []string) {
 	}
 }
 
+// rollRedis runs `plantstore roll-redis [flags]`, the chart's post-upgrade
+// and post-rollback hook in Sentinel mode: it restarts the Redis pods that
+// run an older spec, the replicas first and the master last (internal/kube).
+func rollRedis(args []string) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err := kube.RunRoll(ctx, args, os.Stdout, os.Stderr, os.Getenv)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "plantstore roll-redis: %v\n", err)
+		os.Exit(1)
+	}
+}
+
 // ensureSecrets runs `plantstore ensure-secrets [flags]`, the chart's
 // pre-install and pre-upgrade hook: it creates the Secrets the chart
-// generates when they are missing (internal/kubesecret).
+// generates when they are missing (internal/kube).
 func ensureSecrets(args []string) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	err := kubesecret.Run(ctx, args, os.Stdout, os.Stderr, auth.GenerateToken)
+	err := kube.Run(ctx, args, os.Stdout, os.Stderr, auth.GenerateToken)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 	case err != nil:

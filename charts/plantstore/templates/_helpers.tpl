@@ -251,7 +251,7 @@ API tokens, from one of three places:
 The tokens file rendered from auth.tokens, then the identity lines of auth.identities. (With the
 generated token the secrets Job keeps those lines in the file it generated instead.)
 */}}
-{{- /* Its first line tells `plantstore ensure-secrets` (internal/kubesecret) that a tokens file came from
+{{- /* Its first line tells `plantstore ensure-secrets` (internal/kube) that a tokens file came from
      auth.tokens, so that it revokes them once auth.tokens is removed: every chart version writes it. */}}
 {{- define "plantstore.tokens.content" -}}
 {{- $lines := list }}

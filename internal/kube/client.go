@@ -1,17 +1,23 @@
-// Package kubesecret keeps the Secrets the Helm chart generates (the API
-// token, helm test's read-only token, the Redis password) as it found them:
-// `plantstore ensure-secrets`, the chart's pre-install and pre-upgrade hook,
-// creates each one only when it is missing, through the Kubernetes API with
-// the hook pod's service account. The values are random, so they cannot be
-// rendered by the chart itself without breaking `helm template` (GitOps
-// renders twice and must get the same bytes), and a Secret that the chart
-// does not render is neither rewritten by a sync nor deleted by an uninstall
-// or a rollback.
+// Package kube holds the chart's hook commands that act through the
+// Kubernetes API with the hook pod's service account.
 //
-// It speaks to one resource of the core API (get, create, update, merge
-// patch) with net/http: client-go would bring its dependency tree into
-// go.mod and megabytes into the image for those four calls.
-package kubesecret
+// `plantstore ensure-secrets` (pre-install, pre-upgrade) keeps the Secrets
+// the chart generates (the API token, helm test's read-only token, the Redis
+// password) as it found them, creating each one only when it is missing. The
+// values are random, so they cannot be rendered by the chart itself without
+// breaking `helm template` (GitOps renders twice and must get the same
+// bytes), and a Secret that the chart does not render is neither rewritten by
+// a sync nor deleted by an uninstall or a rollback.
+//
+// `plantstore roll-redis` (post-upgrade, post-rollback) restarts the
+// Sentinel-mode Redis pods that run an older pod spec in the order a
+// master-replica set wants: replicas first, then the master, which hands over
+// to an updated replica as it stops.
+//
+// It speaks to a few calls of the core and apps APIs with net/http:
+// client-go would bring its dependency tree into go.mod and megabytes into
+// the image for them.
+package kube
 
 import (
 	"bytes"
@@ -54,16 +60,19 @@ type Secret struct {
 	Data       map[string][]byte `json:"data,omitempty"`
 }
 
-// Metadata is a Secret's ObjectMeta, in part.
+// Metadata is an object's ObjectMeta, in part.
 type Metadata struct {
-	Name            string            `json:"name"`
-	Namespace       string            `json:"namespace,omitempty"`
-	ResourceVersion string            `json:"resourceVersion,omitempty"`
-	Labels          map[string]string `json:"labels,omitempty"`
-	Annotations     map[string]string `json:"annotations,omitempty"`
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace,omitempty"`
+	UID               string            `json:"uid,omitempty"`
+	Generation        int64             `json:"generation,omitempty"`
+	DeletionTimestamp string            `json:"deletionTimestamp,omitempty"`
+	ResourceVersion   string            `json:"resourceVersion,omitempty"`
+	Labels            map[string]string `json:"labels,omitempty"`
+	Annotations       map[string]string `json:"annotations,omitempty"`
 }
 
-// Client calls the API server for the Secrets of one namespace.
+// Client calls the API server for the objects of one namespace.
 type Client struct {
 	server    *url.URL
 	namespace string
@@ -140,7 +149,7 @@ func (c *Client) Namespace() string { return c.namespace }
 // Get reads a Secret; ErrNotFound when there is none.
 func (c *Client) Get(ctx context.Context, name string) (*Secret, error) {
 	var s Secret
-	if err := c.do(ctx, http.MethodGet, name, "", nil, &s); err != nil {
+	if err := c.do(ctx, http.MethodGet, c.path("", "secrets", name), "", nil, &s); err != nil {
 		return nil, fmt.Errorf("get secret %s/%s: %w", c.namespace, name, err)
 	}
 	return &s, nil
@@ -150,7 +159,7 @@ func (c *Client) Get(ctx context.Context, name string) (*Secret, error) {
 func (c *Client) Create(ctx context.Context, s *Secret) (*Secret, error) {
 	s.APIVersion, s.Kind, s.Metadata.Namespace = "v1", "Secret", c.namespace
 	var out Secret
-	if err := c.do(ctx, http.MethodPost, "", "application/json", s, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, c.path("", "secrets", ""), "application/json", s, &out); err != nil {
 		return nil, fmt.Errorf("create secret %s/%s: %w", c.namespace, s.Metadata.Name, err)
 	}
 	return &out, nil
@@ -159,7 +168,7 @@ func (c *Client) Create(ctx context.Context, s *Secret) (*Secret, error) {
 // Update replaces a Secret read by Get; ErrConflict when it changed since.
 func (c *Client) Update(ctx context.Context, s *Secret) (*Secret, error) {
 	var out Secret
-	if err := c.do(ctx, http.MethodPut, s.Metadata.Name, "application/json", s, &out); err != nil {
+	if err := c.do(ctx, http.MethodPut, c.path("", "secrets", s.Metadata.Name), "application/json", s, &out); err != nil {
 		return nil, fmt.Errorf("update secret %s/%s: %w", c.namespace, s.Metadata.Name, err)
 	}
 	return &out, nil
@@ -168,8 +177,76 @@ func (c *Client) Update(ctx context.Context, s *Secret) (*Secret, error) {
 // Annotate merges annotations into a Secret's (a JSON merge patch).
 func (c *Client) Annotate(ctx context.Context, name string, annotations map[string]string) error {
 	patch := map[string]any{"metadata": map[string]any{"annotations": annotations}}
-	if err := c.do(ctx, http.MethodPatch, name, "application/merge-patch+json", patch, nil); err != nil {
+	if err := c.do(ctx, http.MethodPatch, c.path("", "secrets", name), "application/merge-patch+json", patch, nil); err != nil {
 		return fmt.Errorf("annotate secret %s/%s: %w", c.namespace, name, err)
+	}
+	return nil
+}
+
+// StatefulSet is the part of an apps/v1 StatefulSet the roll reads.
+type StatefulSet struct {
+	Metadata Metadata `json:"metadata"`
+	Spec     struct {
+		Replicas       int `json:"replicas"`
+		UpdateStrategy struct {
+			Type string `json:"type"`
+		} `json:"updateStrategy"`
+	} `json:"spec"`
+	Status struct {
+		ObservedGeneration int64  `json:"observedGeneration"`
+		UpdateRevision     string `json:"updateRevision"`
+	} `json:"status"`
+}
+
+// Pod is the part of a core/v1 Pod the roll reads.
+type Pod struct {
+	Metadata Metadata `json:"metadata"`
+	Status   struct {
+		PodIP      string `json:"podIP"`
+		Conditions []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+// Ready is whether the pod is Ready and not being deleted.
+func (p *Pod) Ready() bool {
+	if p.Metadata.DeletionTimestamp != "" {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == "Ready" {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
+
+// StatefulSet reads a StatefulSet.
+func (c *Client) StatefulSet(ctx context.Context, name string) (*StatefulSet, error) {
+	var s StatefulSet
+	if err := c.do(ctx, http.MethodGet, c.path("apps", "statefulsets", name), "", nil, &s); err != nil {
+		return nil, fmt.Errorf("get statefulset %s/%s: %w", c.namespace, name, err)
+	}
+	return &s, nil
+}
+
+// Pod reads a Pod; ErrNotFound when there is none.
+func (c *Client) Pod(ctx context.Context, name string) (*Pod, error) {
+	var p Pod
+	if err := c.do(ctx, http.MethodGet, c.path("", "pods", name), "", nil, &p); err != nil {
+		return nil, fmt.Errorf("get pod %s/%s: %w", c.namespace, name, err)
+	}
+	return &p, nil
+}
+
+// DeletePod deletes the Pod of that name if it is still the one of that
+// UID (ErrConflict otherwise), gracefully: its preStop hook runs.
+func (c *Client) DeletePod(ctx context.Context, name, uid string) error {
+	opts := map[string]any{"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": map[string]string{"uid": uid}}
+	if err := c.do(ctx, http.MethodDelete, c.path("", "pods", name), "application/json", opts, nil); err != nil {
+		return fmt.Errorf("delete pod %s/%s: %w", c.namespace, name, err)
 	}
 	return nil
 }
@@ -180,11 +257,21 @@ type status struct {
 	Reason  string `json:"reason"`
 }
 
-func (c *Client) do(ctx context.Context, method, name, contentType string, in, out any) error {
-	path := "/api/v1/namespaces/" + url.PathEscape(c.namespace) + "/secrets"
-	if name != "" {
-		path += "/" + url.PathEscape(name)
+// path is the URL path of a namespaced resource of an API group ("" for
+// core), or of one object of it when name is set.
+func (c *Client) path(group, resource, name string) string {
+	p := "/api/v1"
+	if group != "" {
+		p = "/apis/" + group + "/v1"
 	}
+	p += "/namespaces/" + url.PathEscape(c.namespace) + "/" + resource
+	if name != "" {
+		p += "/" + url.PathEscape(name)
+	}
+	return p
+}
+
+func (c *Client) do(ctx context.Context, method, path, contentType string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)

@@ -1,4 +1,4 @@
-package kubesecret
+package kube
 
 import (
 	"context"
@@ -50,10 +50,24 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, generate fun
 		return errors.New("--identity needs --tokens-secret: the identity lines go into the tokens file")
 	}
 	spec.Labels, spec.Annotations = labels, annotations
+	client, err := clientFor(cfg)
+	if err != nil {
+		return err
+	}
+	outcomes, err := Ensure(ctx, client, spec, generate)
+	for _, o := range outcomes {
+		fmt.Fprintf(out, "ensure-secrets: secret %s/%s %s\n", client.Namespace(), o.Name, o.Action)
+	}
+	return err
+}
+
+// clientFor makes a Client of cfg, the pod's own configuration filling in
+// what it leaves empty.
+func clientFor(cfg ClientConfig) (*Client, error) {
 	if cfg.Server == "" {
 		in, err := InClusterConfig()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cfg.TokenFile == "" {
 			cfg.TokenFile = in.TokenFile
@@ -66,15 +80,16 @@ func Run(ctx context.Context, args []string, out, errOut io.Writer, generate fun
 		}
 		cfg.Server = in.Server
 	}
-	client, err := NewClient(cfg)
-	if err != nil {
-		return err
-	}
-	outcomes, err := Ensure(ctx, client, spec, generate)
-	for _, o := range outcomes {
-		fmt.Fprintf(out, "ensure-secrets: secret %s/%s %s\n", client.Namespace(), o.Name, o.Action)
-	}
-	return err
+	return NewClient(cfg)
+}
+
+// clientFlags declares the flags of the API server's address and
+// credentials into cfg.
+func clientFlags(fs *flag.FlagSet, cfg *ClientConfig) {
+	fs.StringVar(&cfg.Server, "server", "", "API server URL (default: the pod's, KUBERNETES_SERVICE_HOST)")
+	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file (default: the pod's service account token)")
+	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle of the API server (default: the pod's)")
+	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the objects (default: the pod's)")
 }
 
 // newFlagSet declares the command's flags into spec, cfg, labels and
@@ -93,10 +108,7 @@ func newFlagSet(errOut io.Writer, spec *Spec, cfg *ClientConfig, labels, annotat
 	fs.Var((*lines)(&spec.Identities), "identity", "identity line of the tokens file (repeat), kept in a block of --tokens-secret's file that each run rewrites: none removes it")
 	fs.Var(labels, "label", "key=value label of the Secrets it creates (repeat)")
 	fs.Var(annotations, "annotation", "key=value annotation of the Secrets it creates (repeat)")
-	fs.StringVar(&cfg.Server, "server", "", "API server URL (default: the pod's, KUBERNETES_SERVICE_HOST)")
-	fs.StringVar(&cfg.TokenFile, "token-file", "", "bearer token file (default: the pod's service account token)")
-	fs.StringVar(&cfg.CAFile, "ca-file", "", "CA bundle of the API server (default: the pod's)")
-	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the Secrets (default: the pod's)")
+	clientFlags(fs, cfg)
 	return fs
 }
 

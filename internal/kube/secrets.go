@@ -1,4 +1,4 @@
-package kubesecret
+package kube
 
 import (
 	"context"

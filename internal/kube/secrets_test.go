@@ -1,4 +1,4 @@
-package kubesecret
+package kube
 
 import (
 	"bytes"
@@ -28,6 +28,8 @@ type apiServer struct {
 	calls    []string
 	deny     bool // 403 every call, as without the hook's RBAC
 	raceOnce bool // the next create meets a Secret made meanwhile (409)
+	// extra answers the calls of other resources; false: not its call.
+	extra func(w http.ResponseWriter, r *http.Request) bool
 }
 
 const testToken = "hook-sa-token"
@@ -60,6 +62,9 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if a.deny {
 		a.fail(w, 403, "Forbidden", `secrets is forbidden: User "system:serviceaccount:shop:x" cannot get resource "secrets"`)
+		return
+	}
+	if a.extra != nil && a.extra(w, r) {
 		return
 	}
 	const prefix = "/api/v1/namespaces/shop/secrets"
