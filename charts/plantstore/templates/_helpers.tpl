@@ -526,6 +526,25 @@ which every pod of the namespace resolves (publishNotReadyAddresses: a pod still
 The hook Job of templates/secrets-job.yaml: rendered when the chart generates a Secret. The arguments
 of `plantstore ensure-secrets` name each Secret to keep, for nindent.
 */}}
+{{/*
+Whether the redis.roll hook rolls the chart's Redis: Sentinel mode with redis.updateStrategy RollingUpdate.
+The StatefulSet is then OnDelete, since its controller restarts the highest ordinal first, wherever the
+master is, which may hand the master over twice and restart it before its replicas.
+*/}}
+{{- define "plantstore.redis.roll.enabled" -}}
+{{- if and (include "plantstore.redis.sentinel" .) (eq (dig "updateStrategy" "type" "RollingUpdate" .Values.redis) "RollingUpdate") }}true{{ end }}
+{{- end }}
+
+{{- define "plantstore.redis.roll.fullname" -}}
+{{- include "plantstore.suffixedName" (list . "-redis-roll") }}
+{{- end }}
+
+{{- define "plantstore.redis.roll.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "plantstore.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: redis-roll
+{{- end }}
+
 {{- define "plantstore.secretsJob.enabled" -}}
 {{- if or (include "plantstore.tokens.generated" .) (include "plantstore.redis.passwordGenerated" .) }}true{{ end }}
 {{- end }}

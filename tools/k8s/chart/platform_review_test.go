@@ -62,6 +62,7 @@ var resourcesValues = []struct {
 	{"redis.metrics.resources", "StatefulSet", "plantstore-redis", "redis-exporter-auth", valueAt("redis.metrics.enabled", true)},
 	{"migration.resources", "Job", "plantstore-migrate", "migrate", nil},
 	{"secretsJob.resources", "Job", "plantstore-secrets", "ensure-secrets", nil},
+	{"redis.roll.resources", "Job", "plantstore-redis-roll", "roll-redis", valueAt("redis.architecture", "sentinel")},
 	{"tests.resources", "Pod", "plantstore-test-create-plant", "create-plant", nil},
 }
 

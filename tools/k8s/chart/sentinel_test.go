@@ -190,6 +190,85 @@ func hasPort(ports []any, port int) bool {
 	return false
 }
 
+// TestRedisRollsInRoleOrder: with redis.updateStrategy RollingUpdate (the
+// default) a Sentinel-mode StatefulSet is OnDelete and a post-upgrade and
+// post-rollback hook rolls it (replicas first, the master last), with a
+// Role that may get that StatefulSet and get and delete its pods and
+// nothing else, reaching the Sentinels through the NetworkPolicy. Standalone
+// the controller rolls; OnDelete rolls nothing.
+func TestRedisRollsInRoleOrder(t *testing.T) {
+	strategy := func(v string) map[string]any { return valueAt("redis.updateStrategy", map[string]any{"type": v}) }
+	for _, tc := range []struct {
+		name     string
+		files    []string
+		values   []map[string]any
+		sts      string // the StatefulSet's updateStrategy.type
+		pods     int    // pods the hook may restart; 0: no hook
+		nameArgs []string
+	}{
+		{"sentinel", []string{sentinelValues}, nil, "OnDelete", 3, []string{"--partition=0"}},
+		{"five servers, a partition", []string{sentinelValues}, []map[string]any{valueAt("redis.sentinel.replicas", 5), valueAt("redis.sentinel.quorum", 3),
+			valueAt("redis.updateStrategy", map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"partition": 2}})}, "OnDelete", 5, []string{"--partition=2"}},
+		{"sentinel, OnDelete", []string{sentinelValues}, []map[string]any{strategy("OnDelete")}, "OnDelete", 0, nil},
+		{"standalone", nil, nil, "RollingUpdate", 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRender(t, tc.files, tc.values...)
+			if got := fmt.Sprint(dig(r.get(t, "StatefulSet", "plantstore-redis").Obj, "spec", "updateStrategy", "type")); got != tc.sts {
+				t.Errorf("StatefulSet updateStrategy %s, want %s", got, tc.sts)
+			}
+			job := findObject(r, "Job", "plantstore-redis-roll")
+			if tc.pods == 0 {
+				if job != nil {
+					t.Fatal("a roll Job is rendered")
+				}
+				return
+			}
+			if job == nil {
+				t.Fatal("no roll Job")
+			}
+			for _, kind := range []string{"Job", "Role", "RoleBinding", "ServiceAccount"} {
+				if o := r.get(t, kind, "plantstore-redis-roll"); !o.Hook || !strings.Contains(o.Text, "post-upgrade,post-rollback") {
+					t.Errorf("%s is not a post-upgrade,post-rollback hook", kind)
+				}
+			}
+			args := fmt.Sprint(list(container(podSpec(*job), "roll-redis"), "args"))
+			want := append([]string{"roll-redis", "--statefulset=plantstore-redis", "--master-name=plantstore", "--sentinels=plantstore-redis-0.plantstore-redis.plantstore.svc:26379,"}, tc.nameArgs...)
+			for _, w := range want {
+				if !strings.Contains(args, w) {
+					t.Errorf("args %s lack %s", args, w)
+				}
+			}
+			if env := envOf(container(podSpec(*job), "roll-redis")); env["PLANTSTORE_REDIS_SENTINEL_PASSWORD"] != "secret:plantstore-redis/redis-password" {
+				t.Errorf("the Sentinels' password: %q", env["PLANTSTORE_REDIS_SENTINEL_PASSWORD"])
+			}
+			var pods []string
+			for i := range tc.pods {
+				pods = append(pods, fmt.Sprintf("plantstore-redis-%d", i))
+			}
+			wantRules := []any{
+				map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"statefulsets"}, "resourceNames": []any{"plantstore-redis"}, "verbs": []any{"get"}},
+				map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "resourceNames": toAny(pods), "verbs": []any{"get", "delete"}},
+			}
+			if got := list(r.get(t, "Role", "plantstore-redis-roll").Obj, "rules"); !reflect.DeepEqual(got, wantRules) {
+				t.Errorf("Role rules %v, want %v", got, wantRules)
+			}
+			np := r.get(t, "NetworkPolicy", "plantstore-redis")
+			if !strings.Contains(np.Text, "app.kubernetes.io/component: redis-roll") {
+				t.Error("the Redis NetworkPolicy does not let the roll Job reach the Sentinels")
+			}
+		})
+	}
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
 // TestSentinelAcksDecided: config.redis.minReplicaAcks null is 1 with the
 // chart's Sentinel and 0 with its standalone Redis; a number decides.
 func TestSentinelAcksDecided(t *testing.T) {

@@ -175,9 +175,9 @@ else
   kubectl get pods -n "$SN_NS" -o wide
   for p in 0 1 2; do kubectl logs -n "$SN_NS" "$REL-redis-$p" -c redis --tail=5 2>/dev/null; kubectl logs -n "$SN_NS" "$REL-redis-$p" -c sentinel --tail=5 2>/dev/null; done
 fi
-# The rolling update recreated the first pod last, with its Sentinel (the set
-# failed over if it was gone long enough). Were it still on its standalone
-# template (redis.updateStrategy OnDelete), recreate it.
+# The roll hook recreated the first pod (the master) last, with its Sentinel
+# (the set failed over if it was gone long enough). Were it still on its
+# standalone template (redis.updateStrategy OnDelete), recreate it.
 if [[ " $(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.containers[*].name}') " == *" sentinel "* ]]; then
   first_ms=0
 else
@@ -189,7 +189,7 @@ s=$(load_result "$SN_NS" load-upgrade) || s='{}'
 sidecars=$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.containers[*].name}')
 figures "sentinel-from-standalone upgrade_s=$upgrade_s first_pod_ready_ms=$first_ms first_pod_containers=[$sidecars] unavailable_503=$(jq .Unavailable <<<"$s") $(events_figures "$s")"
 if load_verdict sentinel-from-standalone "$s" 1 && events_ok "$s" && ((upgrade_s >= 0 && first_ms >= 0)) && [[ " $sidecars " == *" sentinel "* ]]; then
-  pass "standalone → Sentinel set under load: helm upgrade --wait in ${upgrade_s}s, the first pod recreated with its Sentinel ($( ((first_ms == 0)) && echo "by the rolling update" || echo "deleted, Ready in ${first_ms}ms")); $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After, every acknowledged plant (standalone's included) read back and its plant.created received"
+  pass "standalone → Sentinel set under load: helm upgrade --wait in ${upgrade_s}s, the first pod recreated with its Sentinel ($( ((first_ms == 0)) && echo "by the roll hook" || echo "deleted, Ready in ${first_ms}ms")); $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After, every acknowledged plant (standalone's included) read back and its plant.created received"
 else
   fail "standalone → Sentinel set: upgrade ${upgrade_s}s, first pod Ready ${first_ms}ms with containers [$sidecars]; events: $(events_figures "$s")"
 fi
@@ -300,10 +300,10 @@ fi
 stage "the Redis password rotated as the chart README says, then a new Redis image (:7.0 as :7.0-roll), under $RATE creates/s"
 # One load over both. First the rotation, the README's own block: no
 # request may fail. Then the same image under another tag: the pod template
-# changes, so the StatefulSet's rolling update replaces every server (which
-# restart with the new password alone), each next one once the last is
-# Ready (a replica: in sync), a master handing over first; 503s with
-# Retry-After are allowed from the roll's start.
+# changes, so the chart's roll hook (roll-redis) replaces every server
+# (which restart with the new password alone): the replicas first, each once
+# every server is Ready (a replica: in sync), then the master, which hands
+# over once; 503s with Retry-After are allowed from the roll's start.
 node_image_tag plantstore.test/redis:7.0 plantstore.test/redis:7.0-roll
 master_before=$(master_pod "$SN_NS")
 uids_before=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[*].metadata.uid}')
@@ -338,9 +338,12 @@ for p in $(redis_pods "$SN_NS"); do
   done
 done
 t=$(ms)
-if helm upgrade "$REL" "$CHART" -n "$SN_NS" "${sn_values[@]}" --set-string redis.image.tag=7.0-roll --wait --timeout 240s \
-  >"$CLUSTER_DIR/logs/roll-sentinel.log" 2>&1 &&
-  kubectl rollout status -n "$SN_NS" "statefulset/$REL-redis" --timeout=240s >/dev/null; then
+# The hook Job is deleted once it succeeds: its log is followed as it runs.
+(for _ in $(seq 240); do kubectl logs -f -n "$SN_NS" "job/$REL-redis-roll" 2>/dev/null && break; sleep 1; done) >"$CLUSTER_DIR/logs/roll-job.log" &
+roll_log=$!
+# helm returns once the post-upgrade hook (the roll) has succeeded.
+if helm upgrade "$REL" "$CHART" -n "$SN_NS" "${sn_values[@]}" --set-string redis.image.tag=7.0-roll --wait --timeout 300s \
+  >"$CLUSTER_DIR/logs/roll-sentinel.log" 2>&1; then
   rolled_ms=$(($(ms) - t))
 else
   rolled_ms=-1
@@ -349,6 +352,9 @@ else
 fi
 s=$(load_result "$SN_NS" load-roll) || s='{}'
 pod_logs_stop "$CLUSTER_DIR/logs/roll-redis.log"
+sleep 1
+kill "$roll_log" 2>/dev/null || true
+cat "$CLUSTER_DIR/logs/roll-job.log"
 # The order the servers were replaced in: their new pods' creation times.
 order=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis --sort-by=.metadata.creationTimestamp -o jsonpath='{.items[*].metadata.name}')
 images=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis -o jsonpath='{.items[*].spec.containers[?(@.name=="redis")].image}' | tr ' ' '\n' | sort -u | paste -sd ' ')
@@ -356,6 +362,8 @@ uids_after=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis -
 replaced=$(comm -12 <(tr ' ' '\n' <<<"$uids_before" | sort) <(tr ' ' '\n' <<<"$uids_after" | sort) | grep -c . || true)
 replaced=$((3 - replaced))
 handovers=$(grep -c 'switchover: .* hands over to [^n]' "$CLUSTER_DIR/logs/roll-redis.log" || true)
+# Replicas first, the master last: the old master's pod is the newest.
+last=${order##* }
 wait_settled "$SN_NS" 60 || echo "the set did not settle within 60s after the roll"
 master_after=$(master_pod "$SN_NS")
 window_ms=$(window_503_ms "$s")
@@ -371,10 +379,11 @@ else
   fail "the Redis password rotation: ${rotated_ms}ms, first 503 at $((first_503 - t_rot))ms from its start (the roll began at $((t - t_rot))ms), Secret changed: $([[ $old_sha != "$new_sha" ]] && echo yes || echo no), auth: ${auth_check% }"
   tail -n 5 "$CLUSTER_DIR/logs/rotate-redis-password.log"
 fi
-if load_verdict sentinel-roll "$s" 1 && events_ok "$s" && ((rolled_ms >= 0 && replaced == 3)) && covered "$s" "$t" "$((t + rolled_ms))" && [[ $images == "plantstore.test/redis:7.0-roll" && -n $master_after ]]; then
-  pass "a new Redis image rolled by the upgrade alone in ${rolled_ms}ms: 3 of 3 servers replaced (order $order; master $master_before, then $master_after; $handovers handovers), $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After (first to last ${window_ms}ms), no transport error, every acknowledged plant read back and its plant.created received"
+if load_verdict sentinel-roll "$s" 1 && events_ok "$s" && ((rolled_ms >= 0 && replaced == 3 && handovers == 1)) && covered "$s" "$t" "$((t + rolled_ms))" &&
+  [[ $images == "plantstore.test/redis:7.0-roll" && -n $master_after && $last == "$master_before" && $master_after != "$master_before" ]]; then
+  pass "a new Redis image rolled by the upgrade alone in ${rolled_ms}ms: 3 of 3 servers replaced, the replicas first and the master last (order $order; master $master_before, then $master_after; one handover), $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After (first to last ${window_ms}ms), no transport error, every acknowledged plant read back and its plant.created received"
 else
-  fail "the Redis image roll: rolled in ${rolled_ms}ms (the load covering it: $(covered "$s" "$t" "$((t + rolled_ms))" && echo yes || echo no)), $replaced of 3 replaced, images [$images], master after '${master_after}'; events: $(events_figures "$s")"
+  fail "the Redis image roll: rolled in ${rolled_ms}ms (the load covering it: $(covered "$s" "$t" "$((t + rolled_ms))" && echo yes || echo no)), $replaced of 3 replaced, order [$order] (master before: $master_before, after: '${master_after}'), $handovers handovers, images [$images]; events: $(events_figures "$s")"
   grep switchover "$CLUSTER_DIR/logs/roll-redis.log" || true
 fi
 
