@@ -147,9 +147,11 @@ bench-chain: redis-server ## telemetry overhead of the handler chain: off vs on;
 bench-load: redis-server ## load harness: service vs floor on loopback; rewrites the figures block of docs/performance.md, docs/performance.json (the run's data) and docs/performance.png (about 5 minutes: creates at 50 connections, the 1.1.0 routes, creates at 10 and 200, each against its floor; then a CPU profile into bin/profile)
 	cd tools/bench && $(GO) run ./cmd/bench -profile ../../bin/profile $(BENCH_FLAGS)
 
-bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 10^5 and 10^6 plants, embedded store and Redis (flat: docs/storage.md)
+bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 10^5 and 10^6 plants, embedded store and Redis (flat: docs/storage.md); a read with and without the read guard of --redis-min-replica-acks (docs/reliability.md)
 	@mkdir -p bin
 	$(GO) test -run '^$$' -bench 'ListPage' -benchtime 2000x -count $(BENCHCOUNT) ./internal/store/ | tee bin/bench-store.txt | grep -v '^redis:'
+	$(GO) test -run '^$$' -bench 'ReadGuard' -count $(BENCHCOUNT) ./internal/store/ | grep -v '^redis:' > bin/bench-readguard.txt
+	$(TOOL) benchstat -col /guard bin/bench-readguard.txt
 
 bench-short: redis-server ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short); fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
@@ -256,13 +258,15 @@ soak: redis-server ## 10 minutes of mixed traffic: memory, goroutines and file d
 	@PLANTSTORE_SOAK=10m $(GO) test -count=1 -v -timeout 30m -run '^TestChaosSoak$$' ./internal/chaos/ > bin/soak.log 2>&1; rc=$$?; \
 	  grep -E '^(--- FAIL|FAIL|panic)' bin/soak.log || true; grep -h '^CHAOS ' bin/soak.log; exit $$rc
 
-# The integration and end-to-end tests start real redis-server processes;
-# install Debian's package when it is missing (root, or sudo without a password).
+# The integration and end-to-end tests start real redis-server processes, and
+# the partition test (internal/chaos/ha) cuts them apart with iptables in a
+# network namespace it brings up with ip; install Debian's packages when they
+# are missing (root, or sudo without a password).
 redis-server:
-	@command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || { \
-	  echo "redis-server missing: installing Debian's redis-server package"; \
+	@{ command -v redis-server && command -v iptables && command -v ip; } >/dev/null 2>&1 || { \
+	  echo "redis-server, iptables or ip missing: installing Debian's redis-server, iptables and iproute2 packages"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO tools/apt-get.sh update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO tools/apt-get.sh install -y -qq --no-install-recommends redis-server >/dev/null; \
+	  $$SUDO tools/apt-get.sh update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO tools/apt-get.sh install -y -qq --no-install-recommends redis-server iptables iproute2 >/dev/null; \
 	}
 	@redis-server --version
 

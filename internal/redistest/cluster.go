@@ -35,7 +35,7 @@ func CLI() (string, error) {
 func (c *Cluster) startNode() *Server {
 	c.t.Helper()
 	var bus int
-	s := startOnFreePorts(c.t, 2, func(ports []int) []string {
+	s := startOnFreePorts(c.t, "127.0.0.1", 2, func(ports []int) []string {
 		bus = ports[1]
 		return append([]string{
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",

@@ -62,16 +62,34 @@ func fileExists(path string) bool {
 // test ends. Extra arguments are appended to its command line.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	return startOnFreePorts(t, 1, func([]int) []string { return extra })
+	return StartOn(t, "127.0.0.1", extra...)
 }
 
-// startOnFreePorts starts a redis-server on the first of n distinct free
-// ports; extra builds the rest of its command line from all n.
-func startOnFreePorts(t testing.TB, n int, extra func(ports []int) []string) *Server {
+// StartOn is Start on another loopback address (127.0.1.1, say: a test in
+// a network namespace of its own can cut such addresses apart with iptables).
+// The server also connects from it, to a master as a replica.
+func StartOn(t testing.TB, host string, extra ...string) *Server {
 	t.Helper()
-	return launchOnFreePorts(t, n, func(ports []int, dir string) []string {
+	return startOnFreePorts(t, host, 1, func([]int) []string { return append(hostArgs(host), extra...) })
+}
+
+// hostArgs are the options of a server on another address than 127.0.0.1:
+// it connects from that address too, and serves it (protected mode admits
+// only 127.0.0.1 without a password).
+func hostArgs(host string) []string {
+	if host == "127.0.0.1" {
+		return nil
+	}
+	return []string{"--bind-source-addr", host, "--protected-mode", "no"}
+}
+
+// startOnFreePorts starts a redis-server on host and the first of n
+// distinct free ports; extra builds the rest of its command line from all n.
+func startOnFreePorts(t testing.TB, host string, n int, extra func(ports []int) []string) *Server {
+	t.Helper()
+	return launchOnFreePorts(t, host, n, func(ports []int, dir string) []string {
 		return append([]string{
-			"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--dir", dir,
+			"--port", strconv.Itoa(ports[0]), "--bind", host, "--dir", dir,
 			"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
 			// A replica's first sync starts at once, not after 5 s (7.0's default).
 			"--repl-diskless-sync-delay", "0",
@@ -85,7 +103,7 @@ func startOnFreePorts(t testing.TB, n int, extra func(ports []int) []string) *Se
 // is free when chosen, not when redis-server binds it: another process may
 // take it in between, so a start that fails on a port in use is tried again
 // on new ones.
-func launchOnFreePorts(t testing.TB, n int, args func(ports []int, dir string) []string) *Server {
+func launchOnFreePorts(t testing.TB, host string, n int, args func(ports []int, dir string) []string) *Server {
 	t.Helper()
 	const attempts = 5
 	for attempt := 1; ; attempt++ {
@@ -94,7 +112,7 @@ func launchOnFreePorts(t testing.TB, n int, args func(ports []int, dir string) [
 			t.Fatalf("finding free ports for redis-server: %v", err)
 		}
 		dir := t.TempDir()
-		s := &Server{t: t, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), dir: dir, args: args(ports, dir)}
+		s := &Server{t: t, Addr: net.JoinHostPort(host, strconv.Itoa(ports[0])), dir: dir, args: args(ports, dir)}
 		err = s.launch()
 		if err == nil {
 			t.Cleanup(s.Stop)

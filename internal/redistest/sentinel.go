@@ -153,6 +153,17 @@ type SentinelOptions struct {
 	FailoverTimeout time.Duration
 	// Extra is appended to every data node's command line (e.g. AOF).
 	Extra []string
+	// Hosts[i] is the loopback address of data node i (0: the first
+	// master) and of sentinel i; default 127.0.0.1 (see StartOn).
+	Hosts []string
+}
+
+// host is the address of data node and sentinel i.
+func (o SentinelOptions) host(i int) string {
+	if i < len(o.Hosts) {
+		return o.Hosts[i]
+	}
+	return "127.0.0.1"
 }
 
 // StartSentinelGroup starts a master, opts.Replicas replicas and three
@@ -172,31 +183,31 @@ func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 		opts.FailoverTimeout = 3 * time.Second
 	}
 	g := &SentinelGroup{t: t, MasterName: "plantstore-test"}
-	master := Start(t, opts.Extra...)
+	master := StartOn(t, opts.host(0), opts.Extra...)
 	g.Servers = append(g.Servers, master)
 	host, port, _ := net.SplitHostPort(master.Addr)
-	for i := 0; i < opts.Replicas; i++ {
-		g.Servers = append(g.Servers, Start(t, append([]string{"--replicaof", host, port}, opts.Extra...)...))
+	for i := 1; i <= opts.Replicas; i++ {
+		g.Servers = append(g.Servers, StartOn(t, opts.host(i), append([]string{"--replicaof", host, port}, opts.Extra...)...))
 	}
 	WaitReplicas(t, master, opts.Replicas, 20*time.Second)
 
-	for range 3 {
-		s := launchOnFreePorts(t, 1, func(ports []int, dir string) []string {
+	for i := range 3 {
+		s := launchOnFreePorts(t, opts.host(i), 1, func(ports []int, dir string) []string {
 			conf := filepath.Join(dir, "sentinel.conf")
 			text := fmt.Sprintf(`port %d
-bind 127.0.0.1
+bind %s
 dir %s
 logfile %s
 sentinel monitor %s %s %s 2
 sentinel down-after-milliseconds %s %d
 sentinel failover-timeout %s %d
 sentinel parallel-syncs %s 1
-`, ports[0], dir, filepath.Join(dir, "redis.log"), g.MasterName, host, port,
+`, ports[0], opts.host(i), dir, filepath.Join(dir, "redis.log"), g.MasterName, host, port,
 				g.MasterName, opts.DownAfter.Milliseconds(), g.MasterName, opts.FailoverTimeout.Milliseconds(), g.MasterName)
 			if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			return []string{conf, "--sentinel"}
+			return append([]string{conf, "--sentinel"}, hostArgs(opts.host(i))...)
 		})
 		g.Sentinels = append(g.Sentinels, s)
 	}

@@ -63,11 +63,19 @@ var ErrNotReplicated = errors.New("fewer replicas than required acknowledged the
 // the script writes the stored value again in the same atomic step that read
 // it (createScript) and the same WAIT covers that: a 200, created or
 // replayed, means the plant was on the master and n replicas acknowledged it.
-// A conflict (409) is answered whatever the replicas acknowledged (it
-// promises nothing durable), though the pipelined WAIT may hold it for up to
-// the timeout. A delete pipelines its script and WAIT the same way
-// (deleteAcknowledged). Either script's event, with webhooks on, is one of
-// its writes: a change the replicas acknowledged has its event on them too.
+// A delete pipelines its script and WAIT the same way (deleteAcknowledged).
+// Either script's event, with webhooks on, is one of its writes: a change the
+// replicas acknowledged has its event on them too.
+//
+// Reads wait too: every answer that reports what the master holds (a read,
+// a list page, a create's 409, a delete's 404) stands only once n replicas
+// have acknowledged everything the master had applied when it answered (WAIT
+// on the same connection right after the read: Redis sets a connection's
+// wait offset to the master's replication offset after every command, reads
+// included, so WAIT returns at once when nothing is pending). A master cut off
+// from its replicas thus answers nothing, neither a plant deleted on the
+// master promoted beyond the cut, nor one whose create never reached a
+// replica; the answer is 503 and a retry is safe.
 func (r *Redis) WaitForReplicas(n int, timeout time.Duration) *Redis {
 	r.acks, r.ackTimeout = n, timeout
 	return r
@@ -170,6 +178,12 @@ func (r *Redis) createAcknowledged(ctx context.Context, p plant.Plant, script *r
 		}
 		stored, outcome, cerr := r.existing(p, old)
 		if cerr != nil {
+			if err != nil {
+				// A conflict read on a master that no replica vouches for
+				// now may be stale: cut off, it may hold a plant deleted
+				// on the master the Sentinels promoted meanwhile.
+				return plant.Plant{}, 0, fmt.Errorf("plant %d conflicts on the master: %w", p.ID, err)
+			}
 			return stored, outcome, cerr
 		}
 		if old == string(args[0].([]byte)) {

@@ -218,12 +218,40 @@ func queueScript(ctx context.Context, pipe redis.Pipeliner, script *redis.Script
 
 // Get implements plant.Repository.
 func (r *Redis) Get(ctx context.Context, id int64) (plant.Plant, error) {
+	if r.acks > 0 {
+		return r.getAcknowledged(ctx, id)
+	}
 	v, err := r.get(ctx, r.Key(id)).Bytes()
 	if errors.Is(err, redis.Nil) {
 		return plant.Plant{}, fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
 	}
 	if err != nil {
 		return plant.Plant{}, classify(fmt.Errorf("reading plant %d: %w", id, err))
+	}
+	return decodePlant(id, v)
+}
+
+// getAcknowledged is Get when replicas must acknowledge (see
+// WaitForReplicas): GET and WAIT in one pipeline on one connection to the
+// master, so the answer, the plant or 404, stands only once the replicas hold
+// what the master held when it read; otherwise 503.
+func (r *Redis) getAcknowledged(ctx context.Context, id int64) (plant.Plant, error) {
+	key := r.Key(id)
+	var get *redis.StringCmd
+	err := r.pipelineWait(ctx, key, func(pipe redis.Pipeliner, _ bool) {
+		get = pipe.Get(ctx, key)
+	})
+	if get == nil { // no connection to the master at all
+		return plant.Plant{}, err
+	}
+	v, getErr := get.Bytes()
+	switch {
+	case getErr != nil && !errors.Is(getErr, redis.Nil):
+		return plant.Plant{}, classify(fmt.Errorf("reading plant %d: %w", id, getErr))
+	case err != nil:
+		return plant.Plant{}, fmt.Errorf("plant %d read on the master: %w", id, err)
+	case getErr != nil:
+		return plant.Plant{}, fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
 	}
 	return decodePlant(id, v)
 }
@@ -267,8 +295,8 @@ func (r *Redis) Delete(ctx context.Context, id int64) error {
 // connection, so a delete answers done only once the plant's removal, and
 // the event the script recorded with it, reached the replicas; otherwise it
 // is unavailable (503), the plant maybe deleted on the master, and a retry
-// is safe. A missing plant (404) is answered whatever the replicas, like a
-// conflict: it changed nothing and promises nothing durable.
+// is safe. A missing plant (404) also waits: read on a master cut off from
+// its replicas, it may be stale.
 func (r *Redis) deleteAcknowledged(ctx context.Context, id int64, script *redis.Script, keys []string, args []any) error {
 	var del *redis.Cmd
 	err := r.pipelineWait(ctx, keys[0], func(pipe redis.Pipeliner, eval bool) {
@@ -283,10 +311,12 @@ func (r *Redis) deleteAcknowledged(ctx context.Context, id int64, script *redis.
 		return err // the deadline passed while the slot moved
 	case delErr != nil:
 		return classify(fmt.Errorf("deleting plant %d: %w", id, delErr))
-	case n == 0:
-		return fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
+	case err != nil && n == 0:
+		return fmt.Errorf("plant %d missing on the master: %w", id, err)
 	case err != nil:
 		return fmt.Errorf("plant %d deleted on the master: %w", id, err)
+	case n == 0:
+		return fmt.Errorf("id %d: %w", id, plant.ErrNotFound)
 	}
 	return nil
 }
@@ -298,13 +328,69 @@ func (r *Redis) deleteAcknowledged(ctx context.Context, id int64, script *redis.
 // deleted between the two is left out of the page: a page never lists a plant
 // that is gone, and the walk stays exact because the next page starts after
 // the last id chosen, listed or not.
+//
+// When replicas must acknowledge (WaitForReplicas) the page stands only once
+// they hold what the master held when it was read (confirmRead); otherwise
+// 503.
 func (r *Redis) List(ctx context.Context, after *int64, limit int) (plant.Page, error) {
+	client, release := r.readClient()
+	defer release()
+	page, err := r.list(ctx, client, after, limit)
+	if err == nil && r.acks > 0 {
+		err = r.confirmRead(ctx, client)
+	}
+	if err != nil {
+		return plant.Page{}, err
+	}
+	return page, nil
+}
+
+// readClient is where a list page reads: with replica acknowledgements and
+// one master, a single connection, so that the WAIT after the reads covers
+// both round trips on the same server.
+func (r *Redis) readClient() (redis.Cmdable, func()) {
+	if c, ok := r.client.(*redis.Client); ok && r.acks > 0 {
+		conn := c.Conn()
+		return conn, func() { _ = conn.Close() }
+	}
+	return r.client, func() {}
+}
+
+// confirmRead waits until r.acks replicas hold what the master (every master
+// of a Cluster) had applied when it last answered on client: PING sets the
+// connection's wait offset to the master's replication offset, and WAIT waits
+// for it.
+func (r *Redis) confirmRead(ctx context.Context, client redis.Cmdable) error {
+	confirm := func(ctx context.Context, c redis.Cmdable) error {
+		var wait *redis.Cmd
+		_, _ = c.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			pipe.Ping(ctx)
+			wait = pipe.Do(ctx, "wait", r.acks, r.ackTimeout.Milliseconds())
+			return nil
+		})
+		n, err := wait.Int64()
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: confirming a page of plants: %w", plant.ErrUnavailable, err)
+		case n < int64(r.acks):
+			return fmt.Errorf("%w: a page of plants read on a master that %d of %d replicas acknowledged within %v: %w", plant.ErrUnavailable, n, r.acks, r.ackTimeout, ErrNotReplicated)
+		}
+		return nil
+	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return confirm(ctx, c) })
+	}
+	return confirm(ctx, client)
+}
+
+// list reads a page through client (List).
+func (r *Redis) list(ctx context.Context, client redis.Cmdable, after *int64, limit int) (plant.Page, error) {
 	start := "-"
 	if after != nil {
 		start = "(" + indexMember(*after)
 	}
 	ranges := make([]*redis.StringSliceCmd, Shards)
-	_, err := r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	_, err := client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for s := range Shards {
 			ranges[s] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{
 				Key: r.IndexKey(s), Start: start, Stop: "+", ByLex: true, Count: int64(limit) + 1,
@@ -343,7 +429,7 @@ func (r *Redis) List(ctx context.Context, after *int64, limit int) (plant.Page, 
 		byShard[shard(id)] = append(byShard[shard(id)], id)
 	}
 	values := make(map[int64]*redis.SliceCmd, Shards)
-	_, err = r.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	_, err = client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for s, shardIDs := range byShard {
 			if len(shardIDs) == 0 {
 				continue

@@ -248,14 +248,18 @@ func NewLinear(ids int) *Linear { return &Linear{ids: ids, start: time.Now()} }
 func (h *Linear) now() int64 { return int64(time.Since(h.start)) }
 
 // Record adds one operation of client, called and answered at call and ret
-// (the history's clock). An indeterminate answer is recorded as not returned
-// yet; a listing as a read of each contended id.
+// (the history's clock). An indeterminate create or delete is recorded as not
+// returned yet, an indeterminate read not at all; a listing as a read of each
+// contended id.
 func (h *Linear) Record(client int, in Input, call int64, out Output, ret int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if out.Unexpected != "" {
 		h.unexpected = append(h.unexpected, fmt.Sprintf("%s %d: %s", in.Kind, in.ID, out.Unexpected))
 		out = Output{}
+	}
+	if out.Result == Indeterminate && in.Kind == OpRead {
+		return // it observed nothing and changed nothing: it only widens the search
 	}
 	if out.Result == Indeterminate {
 		ret = math.MaxInt64
