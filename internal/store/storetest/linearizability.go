@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -173,6 +174,8 @@ type ContendOptions struct {
 	Pause time.Duration
 	// Timeout of one operation: past it, it is indeterminate.
 	Timeout time.Duration
+	// History records the operations (nil: a new one, NewLinear).
+	History *Linear
 }
 
 // ContendedPlant is the k-th plant (0-based) the workload creates under id.
@@ -188,7 +191,10 @@ func ContendedPlant(id int64, k int) plant.Plant {
 // random among creates (40%), reads (30%), deletes (20%) and listings
 // (10%) on random contended ids.
 func Contend(ctx context.Context, o ContendOptions) *Linear {
-	h := NewLinear(o.IDs)
+	h := o.History
+	if h == nil {
+		h = NewLinear(o.IDs)
+	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Second
 	}
@@ -243,6 +249,46 @@ type Linear struct {
 
 // NewLinear returns an empty history whose listings are read for ids 1..ids.
 func NewLinear(ids int) *Linear { return &Linear{ids: ids, start: time.Now()} }
+
+// NewWallLinear is NewLinear timed by the wall clock (Unix nanoseconds), so
+// that the histories of processes on one machine (the pods of a test
+// cluster) merge into one (Events, AddEvents).
+func NewWallLinear(ids int) *Linear { return &Linear{ids: ids, start: time.Unix(0, 0)} }
+
+// Event is one recorded operation as it travels between processes (JSON).
+// Return is math.MaxInt64 for an operation that never returned.
+type Event struct {
+	Client       int
+	Input        Input
+	Output       Output
+	Call, Return int64
+}
+
+// Events are the history's operations, a listing as its reads.
+func (h *Linear) Events() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	events := make([]Event, len(h.ops))
+	for i, op := range h.ops {
+		events[i] = Event{Client: op.ClientId, Input: op.Input.(Input), Output: op.Output.(Output), Call: op.Call, Return: op.Return}
+	}
+	return events
+}
+
+// AddEvents adds another process's events, its clients numbered from
+// clientBase so that they stay apart from this history's; unexpected
+// answers are added as such.
+func (h *Linear) AddEvents(events []Event, clientBase int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range events {
+		if e.Output.Unexpected != "" {
+			h.unexpected = append(h.unexpected, fmt.Sprintf("%s %d: %s", e.Input.Kind, e.Input.ID, e.Output.Unexpected))
+			e.Output = Output{}
+		}
+		h.ops = append(h.ops, porcupine.Operation{ClientId: clientBase + e.Client, Input: e.Input, Call: e.Call, Output: e.Output, Return: e.Return})
+	}
+}
 
 // now is the history's clock: monotonic nanoseconds since it began.
 func (h *Linear) now() int64 { return int64(time.Since(h.start)) }
@@ -316,7 +362,9 @@ func (v Verdict) OK() bool {
 
 // Check checks each id's history on its own (an id's plants never depend on
 // another's), giving porcupine at most timeout for each. With visualize, an
-// illegal id's picture is written beside the test's other output (os.TempDir).
+// illegal id's picture is written beside the test's other output (os.TempDir),
+// or, when visualize is an absolute path, to that path and -id<N>.html, with
+// the id's operations beside it (-id<N>.json, the failing sub-history).
 func (h *Linear) Check(timeout time.Duration, visualize string) Verdict {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -343,9 +391,16 @@ func (h *Linear) Check(timeout time.Duration, visualize string) Verdict {
 		case porcupine.Illegal:
 			v.Illegal = append(v.Illegal, id)
 			if visualize != "" {
-				path := filepath.Join(os.TempDir(), fmt.Sprintf("plantstore-linearizability-%s-id%d.html", visualize, id))
+				prefix := visualize
+				if !filepath.IsAbs(prefix) {
+					prefix = filepath.Join(os.TempDir(), "plantstore-linearizability-"+visualize)
+				}
+				path := fmt.Sprintf("%s-id%d.html", prefix, id)
 				if err := porcupine.VisualizePath(Model, info, path); err == nil {
 					v.Visualizations = append(v.Visualizations, path)
+				}
+				if filepath.IsAbs(visualize) {
+					writeOps(fmt.Sprintf("%s-id%d.json", prefix, id), byID[id])
 				}
 			}
 		default:
@@ -471,4 +526,16 @@ var Model = porcupine.Model{
 		return fmt.Sprintf("%v → %v", in.Kind, out.Result)
 	},
 	DescribeState: func(st any) string { return strings.TrimSpace(st.(state).String()) },
+}
+
+// writeOps writes operations as JSON events, best effort (the file is
+// evidence beside a verdict that stands without it).
+func writeOps(path string, ops []porcupine.Operation) {
+	events := make([]Event, len(ops))
+	for i, op := range ops {
+		events[i] = Event{Client: op.ClientId, Input: op.Input.(Input), Output: op.Output.(Output), Call: op.Call, Return: op.Return}
+	}
+	if b, err := json.Marshal(events); err == nil {
+		_ = os.WriteFile(path, b, 0o644)
+	}
 }

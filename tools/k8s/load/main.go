@@ -54,7 +54,25 @@ func main() {
 	flag.IntVar(&o.retries, "retries", 0, "send each create through the generated Go client (api/client) with this many attempts in all: retried after a 503, a 429 with Retry-After or a connection error, as that client does, each attempt bounded by -timeout; 0: plain HTTP, one attempt, every answer as the server gave it")
 	flag.StringVar(&o.caFile, "ca-file", "", "PEM certificates to trust for an https -url (a Gateway's CA), instead of the system's")
 	flag.StringVar(&o.eventsURL, "events-url", "", "base URL of a k8s-webhook-receiver the release delivers to: then every acknowledged plant's plant.created must arrive there (within -verify-for)")
+	history := flag.Int("history", 0, "instead of the create load: this many callers create, read, delete and list plants on -ids contended ids, each pausing -pause between operations, for -duration; prints the recorded history (one JSON line) for -check")
+	ids := flag.Int("ids", 8, "contended ids of -history and -check")
+	pause := flag.Duration("pause", 20*time.Millisecond, "pause of each -history caller between its operations")
+	checkFiles := flag.Bool("check", false, "check the histories in the files named as arguments (outputs of -history runs) for linearizability, each id on its own; prints the verdict (one JSON line), exits 1 when it is not linearizable")
+	visualize := flag.String("visualize", "linearizability", "with -check: path prefix of an illegal id's picture (-id<N>.html) and operations (-id<N>.json)")
+	checkTimeout := flag.Duration("check-timeout", time.Minute, "with -check: the checker's time for one id")
 	flag.Parse()
+	if *checkFiles {
+		v, err := check(flag.Args(), *ids, *checkTimeout, *visualize)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "k8s-load:", err)
+			os.Exit(2)
+		}
+		_ = json.NewEncoder(os.Stdout).Encode(v)
+		if !v.Linearizable {
+			os.Exit(1)
+		}
+		return
+	}
 	if o.url == "" || o.tokenFile == "" || o.rate <= 0 || o.duration <= 0 || o.maxInFlight <= 0 {
 		fmt.Fprintln(os.Stderr, "k8s-load: -url, -token-file, a positive -rate, -duration and -max-in-flight are required")
 		os.Exit(2)
@@ -78,6 +96,10 @@ func main() {
 	if _, err := plantclient.New(o.url, o.token); o.retries > 0 && err != nil {
 		fmt.Fprintln(os.Stderr, "k8s-load:", err)
 		os.Exit(2)
+	}
+	if *history > 0 {
+		_ = json.NewEncoder(os.Stdout).Encode(runHistory(context.Background(), o, *history, *ids, *pause))
+		return
 	}
 	s := run(context.Background(), o)
 	_ = json.NewEncoder(os.Stdout).Encode(s)
