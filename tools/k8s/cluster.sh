@@ -27,6 +27,14 @@
 #                                and every container stop at once, its link
 #                                goes down
 #   tools/k8s/cluster.sh node-start NODE  a killed node boots again
+#   tools/k8s/cluster.sh partition [--one-way] ZONE... [-- ZONE...]
+#                                the named zones' nodes cut off from the
+#                                other zones' (after --: from those only)
+#                                and from the control plane, as a network
+#                                partition: every node and pod runs on and
+#                                answers on its own side; both ways, or with
+#                                --one-way only what the named zones send
+#   tools/k8s/cluster.sh heal    every partition gone
 #
 # The control plane (etcd, the API server, the controller manager and the
 # scheduler, metrics-server, the registry) runs in a network namespace of
@@ -683,6 +691,55 @@ down() {
 }
 
 # nodes: name, zone, network namespace and containerd socket of each node.
+# partition [--one-way] ZONE... [-- ZONE...]: in each named zone's node, a
+# mangle chain drops what leaves its link for the other side's nodes and pod
+# subnets and the control plane (after DNAT: a Service's ClusterIP is cut as
+# its endpoints are), and, unless --one-way, what arrives from them. The
+# kubelet stops reaching the API server, so the node controller marks the
+# node NotReady after its grace period and its pods' endpoints go, as in a
+# real cluster; kubectl exec and logs of its pods wait for the heal.
+partition() {
+  local oneway=0 cut=() others=() z i j addr
+  [[ ${1:-} == --one-way ]] && { oneway=1; shift; }
+  while (($#)) && [[ $1 != -- ]]; do cut+=("$(node_index "$1")"); shift; done
+  ((${#cut[@]})) || die "partition [--one-way] ZONE... [-- ZONE...]"
+  if [[ ${1:-} == -- ]]; then
+    shift
+    for z in "$@"; do others+=("$(node_index "$z")"); done
+  else
+    for ((j = 1; j <= NODES; j++)); do [[ " ${cut[*]} " == *" $j "* ]] || others+=("$j"); done
+  fi
+  for i in "${cut[@]}"; do
+    node_vars "$i"
+    partition_chains "$ZONE"
+    for addr in "$CP_IP" $(for j in "${others[@]}"; do echo "10.87.0.1$j 10.88.$j.0/24"; done); do
+      in_node "$ZONE" iptables -w -t mangle -A PLANTSTORE-CUT-OUT -o eth0 -d "$addr" -j DROP
+      ((oneway)) || in_node "$ZONE" iptables -w -t mangle -A PLANTSTORE-CUT-IN -i eth0 -s "$addr" -j DROP
+    done
+  done
+  say "partition: $(for i in "${cut[@]}"; do node_vars "$i"; printf '%s ' "$ZONE"; done)cut off from $(for j in "${others[@]}"; do node_vars "$j"; printf '%s ' "$ZONE"; done)and the control plane$( ((oneway)) && echo ", one way (what they send)")"
+}
+
+# partition_chains ZONE: the node's two (empty) chains, hooked once.
+partition_chains() {
+  local c hook
+  for c in IN:PREROUTING OUT:POSTROUTING; do
+    hook=${c#*:} c=PLANTSTORE-CUT-${c%%:*}
+    in_node "$1" iptables -w -t mangle -N "$c" 2>/dev/null || in_node "$1" iptables -w -t mangle -F "$c"
+    in_node "$1" iptables -w -t mangle -C "$hook" -j "$c" 2>/dev/null || in_node "$1" iptables -w -t mangle -I "$hook" -j "$c"
+  done
+}
+
+heal() {
+  local i
+  for ((i = 1; i <= NODES; i++)); do
+    node_vars "$i"
+    in_node "$ZONE" iptables -w -t mangle -F PLANTSTORE-CUT-IN 2>/dev/null || true
+    in_node "$ZONE" iptables -w -t mangle -F PLANTSTORE-CUT-OUT 2>/dev/null || true
+  done
+  say "healed: no partition"
+}
+
 nodes() {
   local i
   for ((i = 1; i <= NODES; i++)); do
@@ -708,6 +765,8 @@ case ${1:-} in
   nodes) nodes ;;
   node-kill) node_kill "${2:?node-kill NODE}" ;;
   node-start) node_boot "${2:?node-start NODE}" ;;
+  partition) shift; partition "$@" ;;
+  heal) heal ;;
   build) build; echo "$BIN" ;;
   *) sed -n '2,/^set -euo/p' "$SELF" | sed '$d'; exit 2 ;;
 esac

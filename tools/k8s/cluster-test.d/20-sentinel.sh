@@ -387,6 +387,27 @@ else
   grep switchover "$CLUSTER_DIR/logs/roll-redis.log" || true
 fi
 
+# shellcheck source=/dev/null
+source "$TOOLS_MOD/cluster-test.d/lib/partition.sh"
+# pt_settle: after a heal, every node Ready again and the set settled.
+pt_settle() {
+  kubectl wait --for=condition=Ready nodes --all --timeout=120s >/dev/null || echo "a node not Ready 120s after the heal"
+  wait_settled "$SN_NS" 90 || echo "the set did not settle within 90s after the heal"
+}
+stage "partitions under recorded histories: the master's zone, a replica's, a client's zone from the master's (one way)"
+master=$(master_off "$SN_NS" "$(master_pod "$SN_NS")" "$safe")
+mzone=$(zone_of "$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')")
+partition_scenario "$SN_NS" master-zone 30 "$mzone"
+pt_settle
+master=$(master_pod "$SN_NS")
+mzone=$(zone_of "$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')")
+szone=$(zone_of "$safe")
+rzone=$(kubectl get nodes -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}' | tr ' ' '\n' | grep -vx -e "$mzone" -e "$szone" | head -n 1)
+partition_scenario "$SN_NS" replica-zone 20 "$rzone"
+pt_settle
+partition_scenario "$SN_NS" one-way 20 --one-way "$rzone" -- "$mzone"
+pt_settle
+
 stage "a node dies under $RATE creates/s through the Gateway: the master's"
 master=$(master_off "$SN_NS" "$(master_pod "$SN_NS")" "$safe")
 master_node=$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')
