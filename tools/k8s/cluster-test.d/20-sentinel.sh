@@ -12,7 +12,11 @@
 # replica, every acknowledged plant is read back and its plant.created
 # arrived, every failed request is a 503 with Retry-After or (the dead
 # node's pods, until the control plane sees the node gone) no answer, and
-# the lost server comes back as a replica that refuses writes.
+# the lost server comes back as a replica that refuses writes. Before the
+# upgrade the standalone Redis's zone, and after the roll the master's zone,
+# a replica's and (one way) a client's zone from the master's, are cut off
+# by a network partition while every zone's clients record their histories
+# (lib/partition.sh), which must stay linearizable.
 # The node loss is driven through the Gateway (lib/gateway.sh: the chart's
 # HTTPRoute with Traefik's retry of what could not reach a pod and the
 # plugin's of a 503 by its Retry-After), entered by the load's own node's
@@ -162,6 +166,16 @@ else
   fail "helm install, standalone"; tail -n 20 "$CLUSTER_DIR/logs/install-standalone.log"; kubectl get pods -n "$SN_NS" -o wide
 fi
 safe=$(subscriber_off "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.nodeName}')")
+
+# shellcheck source=/dev/null
+source "$TOOLS_MOD/cluster-test.d/lib/partition.sh"
+stage "the standalone Redis's zone cut off for 20 s under recorded histories"
+# One copy of every plant: the cut-off zone's API pod serves its own zone's
+# clients from it, every other zone's creates and reads answer 503 until the
+# heal; the histories stay linearizable.
+partition_scenario "$SN_NS" standalone 20 "$(zone_of "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.nodeName}')")"
+kubectl wait --for=condition=Ready nodes --all --timeout=120s >/dev/null || echo "a node not Ready 120s after the heal"
+kubectl wait -n "$SN_NS" --for=condition=Ready pods -l "app.kubernetes.io/instance=$REL" --timeout=120s >/dev/null || echo "a pod not Ready 120s after the heal"
 
 stage "helm upgrade from standalone to the Sentinel set under $SN_UPGRADE_RATE creates/s, then the first pod recreated"
 LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" RATE=$SN_UPGRADE_RATE load_start "$SN_NS" load-upgrade "$SN_UPGRADE_LOAD_S"
@@ -387,8 +401,6 @@ else
   grep switchover "$CLUSTER_DIR/logs/roll-redis.log" || true
 fi
 
-# shellcheck source=/dev/null
-source "$TOOLS_MOD/cluster-test.d/lib/partition.sh"
 # pt_settle: after a heal, every node Ready again and the set settled.
 pt_settle() {
   kubectl wait --for=condition=Ready nodes --all --timeout=120s >/dev/null || echo "a node not Ready 120s after the heal"

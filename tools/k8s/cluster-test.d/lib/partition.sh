@@ -45,8 +45,9 @@ EOF
 # the final reads, the check and a line of figures. PASS when the history
 # is linearizable, no acknowledged plant is lost and no event missing.
 partition_scenario() {
-  local ns=$1 name=$2 secs=$3 z files=() dir=$CLUSTER_DIR/logs/partition-$name total t_cut t_heal s v per_zone='' ip tokens
+  local ns=$1 name=$2 secs=$3 z files=() dir total t_cut t_heal s v per_zone='' ip tokens outside
   shift 3
+  dir=$CLUSTER_DIR/logs/partition-$name
   total=$((10 + secs + 20))
   for z in $(kubectl get nodes -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}'); do
     history_start "$ns" "history-$z" "$z" "$total"
@@ -57,7 +58,7 @@ partition_scenario() {
   kubectl get secret -n "$ns" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d >"$tokens"
   nsenter --net="/run/netns/$NETNS" "$K8S_LOAD" -url "http://$ip:8080" -token-file "$tokens" -history "$PT_CALLERS" -ids "$PT_IDS" \
     -pause "$PT_PAUSE" -timeout 3s -duration "${total}s" >"$dir/outside.json" 2>"$dir/outside.err" &
-  local outside=$!
+  outside=$!
   LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080 -timeout 5s" RATE=$PT_RATE load_start "$ns" "load-$name" "$total"
   sleep 10
   t_cut=$(ms)
