@@ -49,13 +49,22 @@ partition_scenario() {
   shift 3
   dir=$CLUSTER_DIR/logs/partition-$name
   total=$((10 + secs + 20))
-  for z in $(kubectl get nodes -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}'); do
-    history_start "$ns" "history-$z" "$z" "$total"
-  done
   mkdir -p "$dir"
   ip=$(kubectl get svc -n "$ns" "$REL" -o jsonpath='{.spec.clusterIP}')
   tokens=$dir/tokens
   kubectl get secret -n "$ns" "$REL-tokens" -o jsonpath='{.data.tokens}' | base64 -d >"$tokens"
+  # The model starts from no plant: the ids an earlier scenario left are
+  # deleted first (the first raw token of the file is the load's).
+  local token i code deleted=''
+  token=$(awk '!/^#/ && NF && $1 !~ /^sha256:/ {print $1; exit}' "$tokens")
+  for ((i = 1; i <= PT_IDS; i++)); do
+    code=$(nsenter --net="/run/netns/$NETNS" curl -s -o /dev/null -w '%{http_code}' -m 10 -X DELETE -H "Authorization: Bearer $token" "http://$ip:8080/plants/$i")
+    [[ $code == 204 || $code == 404 ]] || { fail "partition ($name): id $i could not be cleared before the scenario (DELETE answered $code)"; return; }
+    deleted+=$code
+  done
+  for z in $(kubectl get nodes -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}'); do
+    history_start "$ns" "history-$z" "$z" "$total"
+  done
   nsenter --net="/run/netns/$NETNS" "$K8S_LOAD" -url "http://$ip:8080" -token-file "$tokens" -history "$PT_CALLERS" -ids "$PT_IDS" \
     -pause "$PT_PAUSE" -timeout 3s -duration "${total}s" >"$dir/outside.json" 2>"$dir/outside.err" &
   outside=$!
