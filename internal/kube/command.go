@@ -92,15 +92,21 @@ func clientFlags(fs *flag.FlagSet, cfg *ClientConfig) {
 	fs.StringVar(&cfg.Namespace, "namespace", "", "namespace of the objects (default: the pod's)")
 }
 
-// newFlagSet declares the command's flags into spec, cfg, labels and
-// annotations.
-func newFlagSet(errOut io.Writer, spec *Spec, cfg *ClientConfig, labels, annotations pairs) *flag.FlagSet {
-	fs := flag.NewFlagSet("ensure-secrets", flag.ContinueOnError)
+// commandFlags is the flag set of a command whose help starts with usage.
+func commandFlags(name, usage string, errOut io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.Usage = func() {
 		fmt.Fprint(errOut, usage)
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+// newFlagSet declares the command's flags into spec, cfg, labels and
+// annotations.
+func newFlagSet(errOut io.Writer, spec *Spec, cfg *ClientConfig, labels, annotations pairs) *flag.FlagSet {
+	fs := commandFlags("ensure-secrets", usage, errOut)
 	fs.StringVar(&spec.TokensSecret, "tokens-secret", "", "Secret of the tokens file (key tokens)")
 	fs.StringVar(&spec.ReaderSecret, "reader-secret", "", "Secret of helm test's read-only token (key token); its digest joins the tokens file")
 	fs.StringVar(&spec.RedisSecret, "redis-secret", "", "Secret of the Redis password")

@@ -273,12 +273,7 @@ func RunRoll(ctx context.Context, args []string, out, errOut io.Writer, getenv f
 
 // newRollFlagSet declares roll-redis's flags.
 func newRollFlagSet(errOut io.Writer, spec *RollSpec, cfg *ClientConfig, sentinels, masterName *string, timeout *time.Duration) *flag.FlagSet {
-	fs := flag.NewFlagSet("roll-redis", flag.ContinueOnError)
-	fs.SetOutput(errOut)
-	fs.Usage = func() {
-		fmt.Fprint(errOut, rollUsage)
-		fs.PrintDefaults()
-	}
+	fs := commandFlags("roll-redis", rollUsage, errOut)
 	fs.StringVar(&spec.StatefulSet, "statefulset", "", "the Redis StatefulSet; its pods are <name>-<ordinal>")
 	fs.IntVar(&spec.Partition, "partition", 0, "pods with a lower ordinal keep their revision (the chart's redis.updateStrategy.rollingUpdate.partition)")
 	fs.DurationVar(&spec.Poll, "poll", time.Second, "time between two looks at the pods")
