@@ -169,13 +169,21 @@ safe=$(subscriber_off "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath=
 
 # shellcheck source=/dev/null
 source "$TOOLS_MOD/cluster-test.d/lib/partition.sh"
-stage "the standalone Redis's zone cut off for 20 s under recorded histories"
+stage "the standalone Redis's zone cut off (20 s), then a client's zone from it one way (15 s), under recorded histories"
 # One copy of every plant: the cut-off zone's API pod serves its own zone's
 # clients from it, every other zone's creates and reads answer 503 until the
-# heal; the histories stay linearizable.
-partition_scenario "$SN_NS" standalone 20 "$(zone_of "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.nodeName}')")"
-kubectl wait --for=condition=Ready nodes --all --timeout=120s >/dev/null || echo "a node not Ready 120s after the heal"
-kubectl wait -n "$SN_NS" --for=condition=Ready pods -l "app.kubernetes.io/instance=$REL" --timeout=120s >/dev/null || echo "a pod not Ready 120s after the heal"
+# heal (one way: only the cut-off client zone's); the histories stay
+# linearizable.
+st_settle() {
+  kubectl wait --for=condition=Ready nodes --all --timeout=120s >/dev/null || echo "a node not Ready 120s after the heal"
+  kubectl wait -n "$SN_NS" --for=condition=Ready pods -l "app.kubernetes.io/instance=$REL" --timeout=120s >/dev/null || echo "a pod not Ready 120s after the heal"
+}
+rzone=$(zone_of "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.nodeName}')")
+partition_scenario "$SN_NS" standalone 20 "$rzone"
+st_settle
+czone=$(kubectl get nodes -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}' | tr ' ' '\n' | grep -vx -e "$rzone" -e "$(zone_of "$safe")" | head -n 1)
+partition_scenario "$SN_NS" standalone-one-way 15 --one-way "$czone" -- "$rzone"
+st_settle
 
 stage "helm upgrade from standalone to the Sentinel set under $SN_UPGRADE_RATE creates/s, then the first pod recreated"
 LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" RATE=$SN_UPGRADE_RATE load_start "$SN_NS" load-upgrade "$SN_UPGRADE_LOAD_S"

@@ -16,7 +16,8 @@ PT_IDS=16 PT_CALLERS=2 PT_PAUSE=20ms PT_RATE=100
 K8S_LOAD="$(cat "$CLUSTER_DIR/bin")/k8s-load"
 
 # history_start NS NAME ZONE SECS: a k8s-load -history pod on ZONE's node,
-# through the release's Service.
+# through the release's Service. Each scenario names its own pods: an earlier
+# one's may still be terminating (an apply would patch it, and it goes).
 history_start() {
   kubectl apply -n "$1" -f - >/dev/null <<EOF
 apiVersion: v1
@@ -26,6 +27,9 @@ spec:
   restartPolicy: Never
   automountServiceAccountToken: false
   nodeSelector: {topology.kubernetes.io/zone: $3}
+  # Not evicted when its node goes NotReady behind the cut (30 s later here):
+  # its history is the cut-off zone's.
+  tolerations: [{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute}, {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute}]
   containers:
     - name: load
       image: plantstore.test/load:1
@@ -35,7 +39,8 @@ spec:
       volumeMounts: [{name: tokens, mountPath: /etc/tokens, readOnly: true}]
   volumes: [{name: tokens, secret: {secretName: $REL-tokens, items: [{key: tokens, path: tokens}]}}]
 EOF
-  kubectl wait -n "$1" --for=jsonpath='{.status.phase}'=Running "pod/$2" --timeout=60s >/dev/null
+  kubectl wait -n "$1" --for=jsonpath='{.status.phase}'=Running "pod/$2" --timeout=60s >/dev/null ||
+    echo "the recorder $2 is not running after 60s"
 }
 
 # partition_scenario NS NAME SECS CUT...: recorders in every zone and one in
@@ -63,7 +68,7 @@ partition_scenario() {
     deleted+=$code
   done
   for z in $(kubectl get nodes -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}'); do
-    history_start "$ns" "history-$z" "$z" "$total"
+    history_start "$ns" "history-$name-$z" "$z" "$total"
   done
   nsenter --net="/run/netns/$NETNS" "$K8S_LOAD" -url "http://$ip:8080" -token-file "$tokens" -history "$PT_CALLERS" -ids "$PT_IDS" \
     -pause "$PT_PAUSE" -timeout 3s -duration "${total}s" >"$dir/outside.json" 2>"$dir/outside.err" &
@@ -78,9 +83,9 @@ partition_scenario() {
   wait "$outside" || true
   files+=("$dir/outside.json")
   for z in $(kubectl get nodes -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}'); do
-    kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Succeeded "pod/history-$z" --timeout=120s >/dev/null || true
-    kubectl logs -n "$ns" "history-$z" >"$dir/zone-$z.json" 2>&1 || true
-    kubectl delete -n "$ns" pod "history-$z" --wait=false >/dev/null
+    kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Succeeded "pod/history-$name-$z" --timeout=120s >/dev/null || true
+    kubectl logs -n "$ns" "history-$name-$z" >"$dir/zone-$z.json" 2>&1 || true
+    kubectl delete -n "$ns" pod "history-$name-$z" --wait=false >/dev/null || true
     files+=("$dir/zone-$z.json")
   done
   s=$(load_result "$ns" "load-$name") || s='{}'
