@@ -28,10 +28,14 @@ func main() {
 			migrateStore(os.Args[2:])
 			return
 		case "ensure-secrets":
-			ensureSecrets(os.Args[2:])
+			runHook("ensure-secrets", os.Args[2:], func(ctx context.Context, args []string) error {
+				return kube.Run(ctx, args, os.Stdout, os.Stderr, auth.GenerateToken)
+			})
 			return
 		case "roll-redis":
-			rollRedis(os.Args[2:])
+			runHook("roll-redis", os.Args[2:], func(ctx context.Context, args []string) error {
+				return kube.RunRoll(ctx, args, os.Stdout, os.Stderr, os.Getenv)
+			})
 			return
 		}
 	}
@@ -97,32 +101,17 @@ func migrateStore(args []string) {
 	}
 }
 
-// rollRedis runs `plantstore roll-redis [flags]`, the chart's post-upgrade
-// and post-rollback hook in Sentinel mode: it restarts the Redis pods that
-// run an older spec, the replicas first and the master last (internal/kube).
-func rollRedis(args []string) {
+// runHook runs one of the chart's hook commands (internal/kube):
+// `plantstore ensure-secrets`, the pre-install and pre-upgrade hook that
+// creates the Secrets the chart generates when they are missing, and
+// `plantstore roll-redis`, the post-upgrade and post-rollback hook that
+// restarts a Sentinel-mode Redis in role order. SIGINT or SIGTERM stops it;
+// an error exits 1.
+func runHook(name string, args []string, run func(ctx context.Context, args []string) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	err := kube.RunRoll(ctx, args, os.Stdout, os.Stderr, os.Getenv)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "plantstore roll-redis: %v\n", err)
-		os.Exit(1)
-	}
-}
-
-// ensureSecrets runs `plantstore ensure-secrets [flags]`, the chart's
-// pre-install and pre-upgrade hook: it creates the Secrets the chart
-// generates when they are missing (internal/kube).
-func ensureSecrets(args []string) {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	err := kube.Run(ctx, args, os.Stdout, os.Stderr, auth.GenerateToken)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-	case err != nil:
-		fmt.Fprintf(os.Stderr, "plantstore ensure-secrets: %v\n", err)
+	if err := run(ctx, args); err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(os.Stderr, "plantstore %s: %v\n", name, err)
 		os.Exit(1)
 	}
 }
