@@ -216,7 +216,7 @@ chart-lint: ## helm lint --strict and strict schema validation of every value se
 # make deploy NAMESPACE=plantstore IMAGE_REPO=registry.example/plantstore IMAGE_TAG=1.0.0 [HELM_FLAGS='-f my-values.yaml']
 deploy: ## helm upgrade --install into the current kube context
 	$(HELM) upgrade --install plantstore charts/plantstore --namespace $(NAMESPACE) --create-namespace \
-	  --set image.repository=$(IMAGE_REPO) --set image.tag=$(IMAGE_TAG) --wait $(HELM_FLAGS)
+	  --set image.repository=$(IMAGE_REPO) --set-string image.tag=$(IMAGE_TAG) --wait $(HELM_FLAGS)
 	$(HELM) test plantstore --namespace $(NAMESPACE) --logs
 
 k8s-validate: ## chart and manifests: helm lint, strict schemas (k8s 1.31, offline), a real kube-apiserver, restricted PSS
