@@ -97,17 +97,37 @@ func startOnFreePorts(t testing.TB, host string, n int, extra func(ports []int) 
 	})
 }
 
+// Every redis-server and Sentinel of the tests is started here: they
+// cannot bind port 0 and report the port they got (--port 0 turns TCP off),
+// so their ports are chosen first and bound by the child. Another process
+// may take a chosen port in between; the launcher tells that failure apart
+// (errPortInUse) and tries again: a first start on new ports, a restart on
+// its own port (its address must not change) once it is free again.
+const (
+	// startAttempts bounds the tries of a first start, each on new ports.
+	startAttempts = 10
+	// restartWithin bounds the tries of a restart on its old port, and
+	// restartPause is the wait between two of them.
+	restartWithin = 30 * time.Second
+	restartPause  = 100 * time.Millisecond
+)
+
+// beforeExec, when set (by a test only), is called with the address a child
+// is about to be started on, just before it is: the test takes the port
+// there to force the race of a chosen port taken before the child binds it.
+var beforeExec func(addr string)
+
 // launchOnFreePorts starts redis-server (a server or a Sentinel) listening
 // on the first of n distinct free ports, with the command line args builds
 // for them and a new data directory (whose redis.log it must log to). A port
 // is free when chosen, not when redis-server binds it: another process may
 // take it in between, so a start that fails on a port in use is tried again
-// on new ones.
+// on new ones, up to startAttempts times.
 func launchOnFreePorts(t testing.TB, host string, n int, args func(ports []int, dir string) []string) *Server {
 	t.Helper()
-	const attempts = 5
-	for attempt := 1; ; attempt++ {
-		ports, err := FreePorts(n)
+	var taken []error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		ports, err := freePorts(host, n)
 		if err != nil {
 			t.Fatalf("finding free ports for redis-server: %v", err)
 		}
@@ -118,30 +138,54 @@ func launchOnFreePorts(t testing.TB, host string, n int, args func(ports []int, 
 			t.Cleanup(s.Stop)
 			return s
 		}
-		if !errors.Is(err, errPortInUse) || attempt == attempts {
+		if !errors.Is(err, errPortInUse) {
 			t.Fatal(err)
 		}
+		taken = append(taken, err)
 	}
+	t.Fatalf("redis-server found its ports taken %d times in a row:\n%v", startAttempts, errors.Join(taken...))
+	return nil
 }
 
 // errPortInUse: redis-server could not bind a port chosen as free.
 var errPortInUse = errors.New("port taken before redis-server bound it")
 
-// Restart starts the server again on the same port and data directory after Stop.
+// Restart starts the server again on the same port and data directory after
+// Stop. The port may have been taken since (a connection's or another
+// test's): the start is tried again on it until it is free, for up to
+// restartWithin.
 func (s *Server) Restart() {
 	s.t.Helper()
-	if err := s.launch(); err != nil {
+	if err := s.restart(restartWithin); err != nil {
 		s.t.Fatal(err)
+	}
+}
+
+// restart is Restart returning its error, bounded by within.
+func (s *Server) restart(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for tries := 1; ; tries++ {
+		err := s.launch()
+		if err == nil || !errors.Is(err, errPortInUse) {
+			return err
+		}
+		if time.Now().Add(restartPause).After(deadline) {
+			return fmt.Errorf("restart on %s: the port stayed taken for %v (%d tries): %w", s.Addr, within, tries, err)
+		}
+		time.Sleep(restartPause)
 	}
 }
 
 // launch starts redis-server with s.args and waits until it answers PING.
 // It returns an error wrapping errPortInUse when the server exited because
-// one of its ports was taken.
+// one of its ports was taken, or when another process answered on its port.
 func (s *Server) launch() error {
 	bin, err := Binary()
 	if err != nil {
 		return err
+	}
+	if beforeExec != nil {
+		beforeExec(s.Addr)
 	}
 	cmd := exec.Command(bin, s.args...)
 	if err := cmd.Start(); err != nil {
@@ -159,14 +203,17 @@ func (s *Server) launch() error {
 	client := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
 	defer client.Close()
 	pinged := make(chan error, 1)
-	go func() { pinged <- pingUntil(client, time.Now().Add(10*time.Second)) }()
+	go func() { pinged <- pingOwn(client, cmd.Process.Pid, time.Now().Add(10*time.Second)) }()
 	select {
 	case err := <-pinged:
 		if err == nil {
 			return nil
 		}
-		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 		s.Stop()
+		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		if errors.Is(err, errPortInUse) {
+			return fmt.Errorf("redis-server on %s: %w\n%s", s.Addr, err, log)
+		}
 		return fmt.Errorf("redis-server on %s did not answer PING within 10s: %w\n%s", s.Addr, err, log)
 	case <-exited:
 		s.cmd = nil
@@ -175,6 +222,31 @@ func (s *Server) launch() error {
 			return fmt.Errorf("redis-server on %s: %w\n%s", s.Addr, errPortInUse, log)
 		}
 		return fmt.Errorf("redis-server on %s exited before answering PING\n%s", s.Addr, log)
+	}
+}
+
+// pingOwn pings until an answer, the deadline, or the client is closed, and
+// then checks that the answer came from the process pid: a server another
+// test started on the same port answers too, while ours fails to bind it.
+// That case is errPortInUse.
+func pingOwn(client *redis.Client, pid int, deadline time.Time) error {
+	for {
+		if err := pingUntil(client, deadline); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		info, err := client.Info(ctx, "server").Result()
+		cancel()
+		if err == nil {
+			got := infoFields(info)["process_id"]
+			if got == strconv.Itoa(pid) {
+				return nil
+			}
+			return fmt.Errorf("%w: process %s answered, not redis-server %d", errPortInUse, got, pid)
+		}
+		if errors.Is(err, redis.ErrClosed) || time.Now().After(deadline) {
+			return err
+		}
 	}
 }
 
@@ -223,32 +295,23 @@ func (s *Server) InfoInt(section, field string) int64 {
 	return n
 }
 
-// FreePort asks the kernel for a free TCP port on loopback.
-func FreePort() (int, error) {
-	ports, err := FreePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
-}
-
-// FreePorts returns n distinct TCP ports free on loopback when chosen, each
-// held until all are. They come from below the kernel's ephemeral range: the
-// kernel hands out ports of that range to every ":0" listener and outgoing
-// connection on the machine, so a port chosen there and closed may be taken
-// before redis-server binds it, or before a stopped server is restarted on
-// it. Below the range only another test's choice can take it; a start that
-// finds it taken is tried again on new ports (startOnFreePorts).
-func FreePorts(n int) ([]int, error) {
+// freePorts returns n distinct TCP ports free on host when chosen, each
+// held until all are, for a redis-server or Sentinel to bind: only the
+// launcher (launchOnFreePorts) calls it, and it retries when one is taken
+// before the child binds it. They come from below the kernel's ephemeral
+// range: the kernel hands out ports of that range to every ":0" listener
+// and outgoing connection on the machine, so one chosen there would be taken
+// far more often. Below the range only another choice like this one takes it.
+func freePorts(host string, n int) ([]int, error) {
 	const lowest = 10000
 	top := ephemeralLow()
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
 		if tries == 1000 {
-			return nil, fmt.Errorf("no %d free loopback ports in %d..%d after %d tries", n, lowest, top-1, tries)
+			return nil, fmt.Errorf("no %d free ports of %s in %d..%d after %d tries", n, host, lowest, top-1, tries)
 		}
 		port := lowest + rand.IntN(top-lowest)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
 			continue // taken, or chosen already and held below
 		}
@@ -296,4 +359,26 @@ func addrs(servers []*Server) []string {
 		out = append(out, s.Addr)
 	}
 	return out
+}
+
+// RefusedPort returns a port of 127.0.0.1 that refuses connections for the
+// rest of the test: a socket bound to a port the kernel chose (port 0) and
+// not listening. Nothing else can bind the port while the socket holds it,
+// unlike a port chosen as free and closed. (A REPLICAOF to a master that is
+// not there, say.)
+func RefusedPort(t testing.TB) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatalf("socket: %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatalf("binding 127.0.0.1:0: %v", err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatalf("getsockname: %v", err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }

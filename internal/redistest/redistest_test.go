@@ -3,8 +3,12 @@ package redistest
 import (
 	"errors"
 	"net"
+	"path/filepath"
 	"strconv"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestLaunchReportsPortInUse: a redis-server whose port another process
@@ -39,13 +43,150 @@ func TestLaunchReportsPortInUse(t *testing.T) {
 // node's bus port is never its own port.
 func TestFreePortsDistinct(t *testing.T) {
 	for range 50 {
-		ports, err := FreePorts(3)
+		ports, err := freePorts("127.0.0.1", 3)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ports[0] == ports[1] || ports[1] == ports[2] || ports[0] == ports[2] {
-			t.Fatalf("FreePorts(3) = %v, not distinct", ports)
+			t.Fatalf("freePorts(3) = %v, not distinct", ports)
 		}
+	}
+}
+
+// hookBeforeExec sets beforeExec for the test and counts its calls.
+func hookBeforeExec(t *testing.T, f func(call int, addr string)) *atomic.Int32 {
+	t.Helper()
+	var calls atomic.Int32
+	beforeExec = func(addr string) { f(int(calls.Add(1)), addr) }
+	t.Cleanup(func() { beforeExec = nil })
+	return &calls
+}
+
+// TestStartWinsThePortRace forces the race every start of a redis-server
+// runs: the port chosen is taken before the child binds it (here by a
+// listener that accepts and never answers, opened just before the exec).
+// The start still succeeds, on another port.
+func TestStartWinsThePortRace(t *testing.T) {
+	var taken string
+	calls := hookBeforeExec(t, func(call int, addr string) {
+		if call != 1 {
+			return
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("taking %s: %v", addr, err)
+			return
+		}
+		t.Cleanup(func() { l.Close() })
+		taken = addr
+	})
+	s := Start(t)
+	if taken == "" || s.Addr == taken {
+		t.Fatalf("started on %s; the port taken was %q", s.Addr, taken)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d execs, want 2 (the first lost the race)", n)
+	}
+	if err := s.Client().Ping(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStartWinsThePortRaceWithAnotherServer: the port is taken by another
+// redis-server (another test's, chosen at the same time), which answers
+// PING on it. The start tells it from its own child by its process id and
+// goes on to another port.
+func TestStartWinsThePortRaceWithAnotherServer(t *testing.T) {
+	var other *Server
+	calls := hookBeforeExec(t, func(call int, addr string) {
+		if call != 1 {
+			return // the other server's own exec, and the retry
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		dir := t.TempDir()
+		other = &Server{t: t, Addr: addr, dir: dir, args: []string{"--port", port, "--bind", "127.0.0.1",
+			"--dir", dir, "--save", "", "--logfile", filepath.Join(dir, "redis.log")}}
+		if err := other.launch(); err != nil {
+			t.Errorf("starting the other server on %s: %v", addr, err)
+			return
+		}
+		t.Cleanup(other.Stop)
+	})
+	s := Start(t)
+	if other == nil || !other.Running() || s.Addr == other.Addr {
+		t.Fatalf("started on %s; the other server: %+v", s.Addr, other)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("%d execs, want 3 (the other server's, the one that lost, the retry)", n)
+	}
+	for _, srv := range []*Server{s, other} {
+		if err := srv.Client().Ping(t.Context()).Err(); err != nil {
+			t.Errorf("%s: %v", srv.Addr, err)
+		}
+	}
+}
+
+// TestRestartWaitsForItsPort: a stopped server's port is taken before it is
+// restarted (by a connection or another test). Its address must not change,
+// so the restart tries the same port again until it is free.
+func TestRestartWaitsForItsPort(t *testing.T) {
+	s := Start(t)
+	addr := s.Addr
+	s.Stop()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("taking the stopped server's port: %v", err)
+	}
+	defer l.Close()
+	calls := hookBeforeExec(t, func(call int, _ string) {
+		if call == 3 {
+			l.Close() // free from the third try on
+		}
+	})
+	s.Restart()
+	if s.Addr != addr {
+		t.Fatalf("restarted on %s, not %s", s.Addr, addr)
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("%d execs, want 3", n)
+	}
+	if err := s.Client().Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("after Restart: %v", err)
+	}
+}
+
+// TestRestartGivesUp: a port that stays taken fails the restart after its
+// bound, as errPortInUse.
+func TestRestartGivesUp(t *testing.T) {
+	s := Start(t)
+	s.Stop()
+	l, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := s.restart(time.Second); !errors.Is(err, errPortInUse) {
+		t.Fatalf("restart on a port held for good: %v, want errPortInUse", err)
+	}
+	if s.Running() {
+		t.Fatal("reported running")
+	}
+}
+
+// TestRefusedPort: connections to it are refused while the test runs.
+func TestRefusedPort(t *testing.T) {
+	port := RefusedPort(t)
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+	if err == nil {
+		c.Close()
+		t.Fatal("a connection to the refused port was accepted")
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial: %v, want connection refused", err)
+	}
+	if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+		l.Close()
+		t.Fatal("the refused port could be bound by another socket")
 	}
 }
 

@@ -44,10 +44,7 @@ func TestRedisMasterDemotedDuringWait(t *testing.T) {
 		t.Fatal("the create never blocked in WAIT")
 	}
 	// Demote the master to a replica of a port nobody listens on.
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := redistest.RefusedPort(t)
 	if err := admin.Do(ctx, "replicaof", "127.0.0.1", strconv.Itoa(port)).Err(); err != nil {
 		t.Fatalf("REPLICAOF: %v", err)
 	}
