@@ -23,7 +23,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +33,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/tlsca"
 )
 
 // The in-cluster credentials every pod with automountServiceAccountToken
@@ -117,13 +118,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Namespace == "" {
 		return nil, errors.New("no namespace")
 	}
-	pem, err := os.ReadFile(cfg.CAFile)
+	pool, err := tlsca.Pool(cfg.CAFile)
 	if err != nil {
 		return nil, fmt.Errorf("CA bundle: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("CA bundle %s: no PEM certificate", cfg.CAFile)
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+
+	"github.com/plantstore/plantstore/internal/tlsca"
 )
 
 // asymmetric are the signature algorithms a token may use. No HMAC: an
@@ -107,13 +108,9 @@ func newHTTPClient(o IssuerOptions, timeout time.Duration) (*http.Client, error)
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
+		pool, err := tlsca.Pool(o.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("issuer %s: ca-file: %w", o.URL, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("issuer %s: ca-file %s holds no PEM certificate", o.URL, o.CAFile)
 		}
 		transport.TLSClientConfig.RootCAs = pool
 	}

@@ -2,13 +2,13 @@ package store
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/plantstore/plantstore/internal/tlsca"
 )
 
 // RedisOptions configure the Redis client. Secrets never arrive as flag
@@ -117,13 +117,9 @@ func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
 func tlsConfig(o RedisOptions) (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.TLSServerName}
 	if o.TLSCAFile != "" {
-		pem, err := os.ReadFile(o.TLSCAFile)
+		pool, err := tlsca.Pool(o.TLSCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading redis TLS CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("redis TLS CA file %s holds no PEM certificate", o.TLSCAFile)
+			return nil, fmt.Errorf("redis TLS CA file: %w", err)
 		}
 		cfg.RootCAs = pool
 	}
