@@ -2,6 +2,7 @@ package chart
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,7 +40,7 @@ func TestFindMasterOnRealSentinels(t *testing.T) {
 		if got != set.ip(0) {
 			t.Fatalf("find-master.sh named %q after %v, want the pod itself (%s)", got, took, set.ip(0))
 		}
-		set.start(t, 0, "")
+		set.restart(t, 0, "")
 		time.Sleep(findMasterDownAfter + 2*time.Second)
 		for i := 1; i < 3; i++ {
 			if m := set.sentinelMaster(t, i); m != set.ip(0) {
@@ -80,9 +81,7 @@ func TestFindMasterOnRealSentinels(t *testing.T) {
 	// the others start): the server that says it is master is named.
 	t.Run("standalone holds the plants", func(t *testing.T) {
 		t.Parallel()
-		set := &sentinelSet{block: 3}
-		set.ports(t)
-		set.start(t, 0, "")
+		set := onFreePorts(t, 3, func(s *sentinelSet) error { return s.start(t, 0, "") })
 		got, took := set.findMaster(t, script, 1)
 		if got != set.ip(0) {
 			t.Fatalf("find-master.sh for the second pod named %q after %v, want the standalone server %s", got, took, set.ip(0))
@@ -104,15 +103,45 @@ func renderFindMaster(t *testing.T) string {
 type sentinelSet struct {
 	block                   int
 	redisPort, sentinelPort int
-	procs                   map[string]*exec.Cmd
+	procs                   map[string]*child
+}
+
+// child is a redis-server of the set; exited is closed once it has exited.
+type child struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// kill kills the child and waits for its exit.
+func (c *child) kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.exited
 }
 
 func (s *sentinelSet) ip(i int) string { return fmt.Sprintf("127.73.%d.%d", s.block, i+1) }
 
+// A redis-server or Sentinel cannot bind port 0 and report the port it got
+// (--port 0 turns TCP off), so the set's two ports are chosen, then bound by
+// the children. Another process may take one in between: a start that finds
+// it taken (errPortInUse) is tried again, the whole set on new ports; a
+// restart, whose address must not change, on the same port once it is free.
+const (
+	setAttempts   = 10
+	restartWithin = 30 * time.Second
+)
+
+// errPortInUse: a redis-server could not bind a port chosen as free.
+var errPortInUse = errors.New("port taken before redis-server bound it")
+
+// beforeExec, when set (by a test only), is called with the address of each
+// child just before it is started: the test takes the port there to force
+// the race of a chosen port taken before the child binds it.
+var beforeExec func(ip string, port int)
+
 // ports chooses two ports free on the three addresses.
 func (s *sentinelSet) ports(t *testing.T) {
 	t.Helper()
-	s.procs = map[string]*exec.Cmd{}
+	s.procs = map[string]*child{}
 	for range 20 {
 		a, b := s.freePort(), s.freePort()
 		if a != 0 && b != 0 && a != b {
@@ -126,8 +155,8 @@ func (s *sentinelSet) ports(t *testing.T) {
 // freePort returns a port free on all three addresses, 0 when the one tried
 // is taken on one of them. It comes from below the kernel's ephemeral range
 // (32768 on): ports of that range go to every ":0" listener and outgoing
-// connection on the machine, and one chosen there could be taken before a
-// pod's server is started, or restarted, on it.
+// connection on the machine, and one chosen there is taken far more often
+// before a pod's server is started, or restarted, on it.
 func (s *sentinelSet) freePort() int {
 	port := 10000 + rand.IntN(32768-10000)
 	for i := range 3 {
@@ -140,20 +169,56 @@ func (s *sentinelSet) freePort() int {
 	return port
 }
 
+// onFreePorts chooses the ports of a set on block and runs start, again on
+// new ports (the children of the failed try killed) while it fails with
+// errPortInUse, up to setAttempts times.
+func onFreePorts(t *testing.T, block int, start func(*sentinelSet) error) *sentinelSet {
+	t.Helper()
+	var taken []error
+	for range setAttempts {
+		s := &sentinelSet{block: block}
+		s.ports(t)
+		err := start(s)
+		if err == nil {
+			return s
+		}
+		s.killAll()
+		if !errors.Is(err, errPortInUse) {
+			t.Fatal(err)
+		}
+		taken = append(taken, err)
+	}
+	t.Fatalf("the set's ports were taken %d times in a row:\n%v", setAttempts, errors.Join(taken...))
+	return nil
+}
+
+// killAll kills every child of the set.
+func (s *sentinelSet) killAll() {
+	for _, c := range s.procs {
+		c.kill()
+	}
+	s.procs = map[string]*child{}
+}
+
 // startSentinelSet starts the first pod's server as master, the other two
 // as its replicas, and the other two pods' Sentinels (the first pod's is
 // restarting with it), and waits until both know both replicas and each
 // other.
 func startSentinelSet(t *testing.T, block int) *sentinelSet {
 	t.Helper()
-	s := &sentinelSet{block: block}
-	s.ports(t)
-	s.start(t, 0, "")
-	s.start(t, 1, s.ip(0))
-	s.start(t, 2, s.ip(0))
-	for i := 1; i < 3; i++ {
-		s.startSentinel(t, i)
-	}
+	s := onFreePorts(t, block, func(s *sentinelSet) error {
+		for i, master := range []string{"", s.ip(0), s.ip(0)} {
+			if err := s.start(t, i, master); err != nil {
+				return err
+			}
+		}
+		for i := 1; i < 3; i++ {
+			if err := s.startSentinel(t, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ok := true
@@ -183,7 +248,7 @@ func fields(raw string) map[string]string {
 }
 
 // start starts pod i's redis-server, a replica of master unless it is "".
-func (s *sentinelSet) start(t *testing.T, i int, master string) {
+func (s *sentinelSet) start(t *testing.T, i int, master string) error {
 	t.Helper()
 	dir := t.TempDir()
 	args := []string{"--port", strconv.Itoa(s.redisPort), "--bind", s.ip(i), "--dir", dir,
@@ -192,11 +257,29 @@ func (s *sentinelSet) start(t *testing.T, i int, master string) {
 	if master != "" {
 		args = append(args, "--replicaof", master, strconv.Itoa(s.redisPort))
 	}
-	s.run(t, fmt.Sprintf("redis-%d", i), s.ip(i), s.redisPort, dir, args...)
+	return s.run(t, fmt.Sprintf("redis-%d", i), s.ip(i), s.redisPort, dir, args...)
+}
+
+// restart starts pod i's redis-server again after stop, on the same port:
+// while the port is taken (by a connection's or another test's socket) it
+// is tried again, for up to restartWithin.
+func (s *sentinelSet) restart(t *testing.T, i int, master string) {
+	t.Helper()
+	deadline := time.Now().Add(restartWithin)
+	for {
+		err := s.start(t, i, master)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortInUse) || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // startSentinel starts pod i's Sentinel watching the first pod's server.
-func (s *sentinelSet) startSentinel(t *testing.T, i int) {
+func (s *sentinelSet) startSentinel(t *testing.T, i int) error {
 	t.Helper()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
@@ -213,42 +296,93 @@ sentinel parallel-syncs plantstore 1
 	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.run(t, fmt.Sprintf("sentinel-%d", i), s.ip(i), s.sentinelPort, dir, conf, "--sentinel")
+	return s.run(t, fmt.Sprintf("sentinel-%d", i), s.ip(i), s.sentinelPort, dir, conf, "--sentinel")
 }
 
 // run starts redis-server with args and waits until it answers on ip:port;
-// it fails the test (never skips) when redis-server is missing.
-func (s *sentinelSet) run(t *testing.T, name, ip string, port int, dir string, args ...string) {
+// it fails the test (never skips) when redis-server is missing. It returns
+// an error wrapping errPortInUse when the child exited on "Address already
+// in use", or another process answered on its port. The exit is watched
+// beside the pings: a port taken by a process that accepts and never
+// answers would hold every PING for redis-cli's timeout.
+func (s *sentinelSet) run(t *testing.T, name, ip string, port int, dir string, args ...string) error {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server not found (make test installs it): %v", err)
 	}
+	if beforeExec != nil {
+		beforeExec(ip, port)
+	}
 	cmd := exec.Command(bin, args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s.procs[name] = cmd
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	c := &child{cmd: cmd, exited: exited}
+	s.procs[name] = c
+	t.Cleanup(c.kill)
+	logPath := filepath.Join(dir, strings.SplitN(name, "-", 2)[0]+".log")
+	answered := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { answered <- s.pingOwn(ip, port, cmd.Process.Pid, stop) }()
+	select {
+	case err := <-answered:
+		if err == nil {
+			return nil
+		}
+		c.kill()
+		log, _ := os.ReadFile(logPath)
+		return fmt.Errorf("%s on %s:%d: %w\n%s", name, ip, port, err, log)
+	case <-exited:
+		log, _ := os.ReadFile(logPath)
+		if bytes.Contains(log, []byte("Address already in use")) {
+			return fmt.Errorf("%s on %s:%d: %w\n%s", name, ip, port, errPortInUse, log)
+		}
+		t.Fatalf("%s on %s:%d exited before answering PING\n%s", name, ip, port, log)
+		return nil
+	}
+}
+
+// pingOwn waits until ip:port answers PING, for up to 10 s, and checks that
+// the answer came from pid (INFO's process_id): another test's server on the
+// same address answers too, while ours fails to bind it (errPortInUse).
+func (s *sentinelSet) pingOwn(ip string, port, pid int, stop <-chan struct{}) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if out, err := s.cli(ip, port, "PING"); err == nil && out == "PONG" {
-			return
+			out, err := s.cli(ip, port, "INFO", "server")
+			if err == nil {
+				for line := range strings.SplitSeq(out, "\n") {
+					if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+						if v != strconv.Itoa(pid) {
+							return fmt.Errorf("%w: process %s answered, not redis-server %d", errPortInUse, v, pid)
+						}
+						return nil
+					}
+				}
+			}
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, strings.SplitN(name, "-", 2)[0]+".log"))
-			t.Fatalf("%s on %s:%d did not answer PING within 10s\n%s", name, ip, port, log)
+			return errors.New("no answer to PING within 10s")
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-stop:
+			return errors.New("stopped")
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 
 // stop kills pod i's redis-server at once, as a pod deleted without a preStop.
 func (s *sentinelSet) stop(t *testing.T, i int) {
 	t.Helper()
-	cmd := s.procs[fmt.Sprintf("redis-%d", i)]
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	s.procs[fmt.Sprintf("redis-%d", i)].kill()
 }
 
 // findMaster runs the script as pod i with the chart's ports mapped to the
@@ -326,4 +460,56 @@ func (s *sentinelSet) cli(ip string, port int, args ...string) (string, error) {
 		err = fmt.Errorf("%w: %s", err, exit.Stderr)
 	}
 	return strings.TrimSpace(string(out)), err
+}
+
+// TestSentinelSetWinsThePortRace forces the race every start of the set
+// runs: a chosen port is taken before the child binds it (here the first
+// replica's, by a listener opened just before its exec). The set still
+// starts, on new ports. Then a stopped server's port is taken before its
+// restart, which waits for the same port to be free again.
+func TestSentinelSetWinsThePortRace(t *testing.T) {
+	calls := 0
+	var taken string
+	beforeExec = func(ip string, port int) {
+		calls++
+		if calls != 2 {
+			return
+		}
+		taken = net.JoinHostPort(ip, strconv.Itoa(port))
+		l, err := net.Listen("tcp", taken)
+		if err != nil {
+			t.Errorf("taking %s: %v", taken, err)
+			return
+		}
+		t.Cleanup(func() { l.Close() })
+	}
+	t.Cleanup(func() { beforeExec = nil })
+	set := startSentinelSet(t, 5)
+	if taken == "" || taken == net.JoinHostPort(set.ip(1), strconv.Itoa(set.redisPort)) {
+		t.Fatalf("the set runs on %d; the port taken was %q", set.redisPort, taken)
+	}
+	if calls != 2+5 {
+		t.Errorf("%d execs, want 7 (the master and the replica that lost the race, then the set of 5)", calls)
+	}
+
+	set.stop(t, 0)
+	addr := net.JoinHostPort(set.ip(0), strconv.Itoa(set.redisPort))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("taking the stopped server's port: %v", err)
+	}
+	defer l.Close()
+	calls = 0
+	beforeExec = func(string, int) {
+		if calls++; calls == 3 {
+			l.Close() // free from the third try on
+		}
+	}
+	set.restart(t, 0, "")
+	if calls != 3 {
+		t.Errorf("%d execs of the restart, want 3", calls)
+	}
+	if out, err := set.cli(set.ip(0), set.redisPort, "PING"); err != nil || out != "PONG" {
+		t.Fatalf("after the restart: %q, %v", out, err)
+	}
 }
