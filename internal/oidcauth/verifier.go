@@ -14,6 +14,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -33,7 +34,11 @@ type Verifier struct {
 	urls    []string
 	opts    Options
 	now     func() time.Time
-	cache   *cache
+	// cache remembers verified tokens by their SHA-256, so that steady
+	// traffic pays a hash and a lookup, not a signature check. Only tokens
+	// that verified get in; past CacheSize the least recently used are
+	// forgotten. The LRU's own TTL is off: each entry has its token's.
+	cache   *expirable.LRU[[sha256.Size]byte, *entry]
 	metrics *metrics
 
 	cancel context.CancelFunc
@@ -41,6 +46,15 @@ type Verifier struct {
 }
 
 var _ auth.JWTVerifier = (*Verifier)(nil)
+
+// entry is a verified token: its identity until it expires, as long as its
+// issuer's key set has dropped no key since (epoch).
+type entry struct {
+	id     *auth.Identity
+	until  time.Time
+	issuer *issuer
+	epoch  uint64
+}
 
 // NewVerifier returns a verifier of the issuers of o, its metrics on reg,
 // its fetches traced by tp. Nothing is fetched until Start, or until a
@@ -57,8 +71,9 @@ func newVerifier(o Options, log *zap.Logger, reg prometheus.Registerer, tp trace
 		return nil, err
 	}
 	base, cancel := context.WithCancel(context.Background())
-	v := &Verifier{issuers: map[string]*issuer{}, opts: o, now: now, cache: newCache(o.CacheSize), cancel: cancel}
-	m, err := newMetrics(reg, v.cache.len)
+	v := &Verifier{issuers: map[string]*issuer{}, opts: o, now: now, cancel: cancel,
+		cache: expirable.NewLRU[[sha256.Size]byte, *entry](o.CacheSize, nil, 0)}
+	m, err := newMetrics(reg, v.cache.Len)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -134,9 +149,11 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*auth.Identity, er
 	}
 	digest := sha256.Sum256([]byte(token))
 	now := v.now()
-	if e := v.cache.get(digest); e != nil && now.Before(e.until) && e.issuer.epoch.Load() == e.epoch {
+	if e, ok := v.cache.Get(digest); ok && now.Before(e.until) && e.issuer.epoch.Load() == e.epoch {
 		v.metrics.result(resultCached)
 		return e.id, nil
+	} else if ok {
+		v.cache.Remove(digest) // expired, or its key dropped: never again
 	}
 	id, iss, epoch, err := v.verify(ctx, token, now)
 	if err != nil {
@@ -149,7 +166,7 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*auth.Identity, er
 		return nil, err
 	}
 	v.metrics.result(resultVerified)
-	v.cache.put(digest, &entry{id: id, until: id.Expiry.Add(v.opts.Leeway), issuer: iss, epoch: epoch}, now)
+	v.cache.Add(digest, &entry{id: id, until: id.Expiry.Add(v.opts.Leeway), issuer: iss, epoch: epoch})
 	return id, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,8 +183,8 @@ func TestKeysCachedAndRotated(t *testing.T) {
 	if _, err := v.Verify(ctx, iss.Sign(t, iss.Claims("other", audience))); err != nil {
 		t.Fatalf("a new token of a cached key, the issuer down: %v", err)
 	}
-	if v.cache.len() != 2 {
-		t.Errorf("cache holds %d, want 2", v.cache.len())
+	if v.cache.Len() != 2 {
+		t.Errorf("cache holds %d, want 2", v.cache.Len())
 	}
 	iss.SetDown(false)
 
@@ -306,24 +308,81 @@ func TestStartFetchesInBackground(t *testing.T) {
 	v.Stop()
 }
 
+// TestCacheBounded: the cache holds at most CacheSize verified tokens,
+// forgetting the least recently used; a remembered token past its expiry
+// (and the leeway) is refused as expired, and forgotten.
 func TestCacheBounded(t *testing.T) {
-	c := newCache(3)
-	now := time.Now()
-	iss := &issuer{}
-	for i := range 100 {
-		c.put(sha256.Sum256([]byte{byte(i)}), &entry{until: now.Add(time.Hour), issuer: iss}, now)
-		if c.len() > 3 {
-			t.Fatalf("%d entries after %d inserts, bound 3", c.len(), i+1)
+	iss := oidcauthtest.Start(t)
+	o := testOptions(issuerOptions(iss))
+	o.CacheSize = 3
+	v, clk := newTestVerifier(t, o)
+	remembered := func(token string) bool { return v.cache.Contains(sha256.Sum256([]byte(token))) }
+	var tokens []string
+	for i := range 10 {
+		token := iss.Sign(t, iss.Claims(fmt.Sprintf("sub-%d", i), audience))
+		tokens = append(tokens, token)
+		if err := verifyErr(v, token); err != nil {
+			t.Fatal(err)
+		}
+		if n := v.cache.Len(); n > 3 {
+			t.Fatalf("%d entries after %d tokens, bound 3", n, i+1)
 		}
 	}
-	// Expired entries go before live ones.
-	c = newCache(2)
-	live, dead := sha256.Sum256([]byte("live")), sha256.Sum256([]byte("dead"))
-	c.put(live, &entry{until: now.Add(time.Hour)}, now)
-	c.put(dead, &entry{until: now.Add(-time.Second)}, now)
-	c.put(sha256.Sum256([]byte("new")), &entry{until: now.Add(time.Hour)}, now)
-	if c.get(live) == nil || c.get(dead) != nil {
-		t.Error("an insert into a full cache evicted a live entry while an expired one was there")
+	// 7, 8 and 9 are remembered; 7 used again, 0 verified again: 8 goes.
+	if err := verifyErr(v, tokens[7]); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyErr(v, tokens[0]); err != nil {
+		t.Fatal(err)
+	}
+	if !remembered(tokens[7]) || !remembered(tokens[0]) || remembered(tokens[8]) {
+		t.Error("a full cache forgot a recently used token rather than the least recently used")
+	}
+
+	claims := iss.Claims("short-lived", audience)
+	claims["exp"] = time.Now().Add(time.Minute).Unix()
+	short := iss.Sign(t, claims)
+	if err := verifyErr(v, short); err != nil || !remembered(short) {
+		t.Fatalf("a token for a minute: %v, remembered %v", err, remembered(short))
+	}
+	clk.Add(time.Minute + o.Leeway + time.Second)
+	var r *auth.TokenRejectedError
+	if err := verifyErr(v, short); !errors.As(err, &r) || !r.Expired {
+		t.Fatalf("a remembered token past its expiry: %v, want a rejection as expired", err)
+	}
+	if remembered(short) {
+		t.Error("an expired token is still remembered")
+	}
+}
+
+// TestMetrics: the JWT metrics are plantstore_auth_jwt_*, the results'
+// series there from the start.
+func TestMetrics(t *testing.T) {
+	iss := oidcauthtest.Start(t)
+	reg := prometheus.NewRegistry()
+	v, err := newVerifier(testOptions(issuerOptions(iss)), zaptest.NewLogger(t), reg, noop.NewTracerProvider(), time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Stop()
+	if err := verifyErr(v, iss.Sign(t, iss.Claims("sub", audience))); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]int{}
+	for _, f := range families {
+		series[f.GetName()] = len(f.GetMetric())
+	}
+	want := map[string]int{"plantstore_auth_jwt_verifications_total": 4, "plantstore_auth_jwt_key_fetches_total": 1,
+		"plantstore_auth_jwt_keys_last_success_timestamp_seconds": 1, "plantstore_auth_jwt_cache_entries": 1}
+	if !maps.Equal(series, want) {
+		t.Errorf("metrics and their series %v, want %v", series, want)
+	}
+	if _, err := newVerifier(testOptions(issuerOptions(iss)), zaptest.NewLogger(t), reg, noop.NewTracerProvider(), time.Now); err == nil {
+		t.Error("a second verifier registered on one registry")
 	}
 }
 
@@ -357,3 +416,4 @@ func TestParseIssuers(t *testing.T) {
 		}
 	}
 }
+
