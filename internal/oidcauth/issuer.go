@@ -37,6 +37,18 @@ var asymmetric = []jose.SignatureAlgorithm{
 // maxDocumentBytes bounds a discovery document or key set read.
 const maxDocumentBytes = 1 << 20
 
+// The keys are fetched here, not by go-oidc's RemoteKeySet (nor jwx's
+// jwk.Cache): RemoteKeySet keeps its keys to itself and fetches again,
+// unthrottled, for every signature that fails to verify. The contract needs
+// what it hides: whether an issuer has keys at all (503 50302 until a first
+// fetch, then 401s), whether a kid is in the set (the 401 "signing key
+// (kid)" against "signature does not verify"), which keys a fetch dropped
+// (the tokens remembered are verified again), at most one fetch every
+// MinRefreshInterval, and each fetch's result for the metrics and logs.
+// jwk.Cache shows its set but refreshes on its own schedule, reports
+// failures to an error sink only, and has key types of its own. go-oidc
+// reads the discovery document; the key set is one GET.
+
 // keySet is an issuer's keys as last fetched.
 type keySet struct {
 	keys []jose.JSONWebKey
@@ -165,30 +177,10 @@ func (t *issuerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxDocumentBytes}
+	// A read past the limit fails (*http.MaxBytesError) rather than
+	// truncating: a cut document must not parse.
+	resp.Body = http.MaxBytesReader(nil, resp.Body, maxDocumentBytes)
 	return resp, nil
-}
-
-// limitedBody fails a read past its limit instead of truncating: a cut
-// document must not parse.
-type limitedBody struct {
-	io.ReadCloser
-	left int64
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, fmt.Errorf("the document is larger than %d bytes", maxDocumentBytes)
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left+1] // one more, to tell "exactly the limit" from "over"
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n, fmt.Errorf("the document is larger than %d bytes", maxDocumentBytes)
-	}
-	return n, err
 }
 
 // refresh fetches the keys unless a fetch started less than minInterval

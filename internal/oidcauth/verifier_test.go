@@ -1,14 +1,20 @@
 package oidcauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -417,3 +423,34 @@ func TestParseIssuers(t *testing.T) {
 	}
 }
 
+// TestDocumentBounded: the issuer's client reads a document of up to
+// maxDocumentBytes, and fails one longer rather than cutting it.
+func TestDocumentBounded(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		_, _ = w.Write(bytes.Repeat([]byte("x"), n))
+	}))
+	defer srv.Close()
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, err := newHTTPClient(IssuerOptions{URL: srv.URL, CAFile: caFile}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, ok := range map[int]bool{maxDocumentBytes: true, maxDocumentBytes + 1: false} {
+		resp, err := client.Get(fmt.Sprintf("%s/?n=%d", srv.URL, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ok && (err != nil || len(body) != n) {
+			t.Errorf("a document of %d bytes: %d read, %v", n, len(body), err)
+		}
+		if !ok && err == nil {
+			t.Errorf("a document of %d bytes read whole, over the limit", n)
+		}
+	}
+}
