@@ -235,42 +235,69 @@ func StartRedis(t testing.TB) *Redis {
 // StartRedisWith starts a redis-server on a free loopback port, in a
 // directory of its own, with password as requirepass (none when empty) and
 // the further args (redis-server options, later ones winning); it fails
-// the test when the server does not answer PING. A port is free when
-// chosen, not when redis-server binds it (another test may take it in
-// between): a start that fails on a port in use is tried again on another.
+// the test when the server does not answer PING. redis-server cannot bind
+// port 0 and report the port it got (--port 0 turns TCP off), so the port
+// is chosen first; it is free when chosen, not when redis-server binds it
+// (another test may take it in between): a start that fails on a port in
+// use is tried again on another, up to startAttempts times.
 func StartRedisWith(t testing.TB, password string, args ...string) *Redis {
 	t.Helper()
 	bin, err := redisBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	const attempts = 5
-	for attempt := 1; ; attempt++ {
-		// Below the kernel's ephemeral range (32768 on), which it hands to
-		// every ":0" listener and outgoing connection on the machine.
-		port := 10000 + rand.IntN(32768-10000)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	var taken []error
+	for range startAttempts {
+		port, err := freePort()
 		if err != nil {
-			continue // taken: another port
+			t.Fatal(err)
 		}
-		l.Close()
 		r, err := launchRedis(t, bin, port, password, args)
 		if err == nil {
 			return r
 		}
-		if !errors.Is(err, errPortInUse) || attempt == attempts {
+		if !errors.Is(err, errPortInUse) {
 			t.Fatal(err)
 		}
+		taken = append(taken, err)
 	}
+	t.Fatalf("redis-server found its port taken %d times in a row:\n%v", startAttempts, errors.Join(taken...))
+	return nil
+}
+
+// startAttempts bounds the tries of a start, each on a new port.
+const startAttempts = 10
+
+// freePort returns a loopback port free when chosen, for redis-server to
+// bind (only StartRedisWith, which retries when it is taken first, calls
+// it). It comes from below the kernel's ephemeral range (32768 on), which it
+// hands to every ":0" listener and outgoing connection on the machine.
+func freePort() (int, error) {
+	for range 1000 {
+		port := 10000 + rand.IntN(32768-10000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free loopback port in 10000..32767 after 1000 tries")
 }
 
 // errPortInUse: redis-server could not bind a port chosen as free.
 var errPortInUse = errors.New("port taken before redis-server bound it")
 
+// beforeExec, when set (by a test only), is called with the port a
+// redis-server is about to be started on, just before it is: the test takes
+// the port there to force the race of a chosen port taken before the child
+// binds it.
+var beforeExec func(port int)
+
 // launchRedis starts one redis-server on port and waits until it answers
 // PING; an error wraps errPortInUse when it exited because the port was
-// taken. The exit is watched beside the pings: a port taken by another
-// process may accept connections and never answer.
+// taken, or another process (another test's redis-server) answered on it.
+// The exit is watched beside the pings: a port taken by another process may
+// accept connections and never answer.
 func launchRedis(t testing.TB, bin string, port int, password string, args []string) (*Redis, error) {
 	dir := t.TempDir()
 	r := &Redis{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Password: password}
@@ -278,6 +305,9 @@ func launchRedis(t testing.TB, bin string, port int, password string, args []str
 		"--logfile", filepath.Join(dir, "redis.log")}
 	if password != "" {
 		all = append(all, "--requirepass", password)
+	}
+	if beforeExec != nil {
+		beforeExec(port)
 	}
 	r.cmd = exec.Command(bin, append(all, args...)...)
 	if err := r.cmd.Start(); err != nil {
@@ -291,8 +321,13 @@ func launchRedis(t testing.TB, bin string, port int, password string, args []str
 	redisLog := func() []byte { b, _ := os.ReadFile(filepath.Join(dir, "redis.log")); return b }
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := ping(r.Addr, password)
+		pid, err := serverPID(r.Addr, password)
 		if err == nil {
+			if pid != r.cmd.Process.Pid {
+				r.Stop()
+				return nil, fmt.Errorf("redis-server on %s: %w: process %d answered, not redis-server %d\n%s",
+					r.Addr, errPortInUse, pid, r.cmd.Process.Pid, redisLog())
+			}
 			t.Cleanup(r.Stop)
 			return r, nil
 		}
@@ -312,6 +347,42 @@ func launchRedis(t testing.TB, bin string, port int, password string, args []str
 	}
 }
 
+// serverPID pings addr (after AUTH with a password) and returns the
+// process_id of INFO server: which process answers on the port.
+func serverPID(addr, password string) (int, error) {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	rd := bufio.NewReader(c)
+	if err := pingOn(c, rd, password); err != nil {
+		return 0, err
+	}
+	if _, err := io.WriteString(c, "INFO server\r\n"); err != nil {
+		return 0, err
+	}
+	head, err := rd.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil || n < 0 {
+		return 0, fmt.Errorf("INFO answered %q", head)
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(rd, body); err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("INFO server has no process_id")
+}
+
 // ping sends an inline PING, after AUTH with a password, and expects +PONG.
 func ping(addr, password string) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
@@ -320,7 +391,11 @@ func ping(addr, password string) error {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
-	rd := bufio.NewReader(c)
+	return pingOn(c, bufio.NewReader(c), password)
+}
+
+// pingOn is ping on the connection c, read through rd.
+func pingOn(c net.Conn, rd *bufio.Reader, password string) error {
 	if password != "" {
 		if _, err := io.WriteString(c, "AUTH "+password+"\r\n"); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -66,5 +67,55 @@ func TestLaunchRedisOnATakenPort(t *testing.T) {
 	r, err := launchRedis(t, bin, l.Addr().(*net.TCPAddr).Port, "", nil)
 	if !errors.Is(err, errPortInUse) {
 		t.Fatalf("got %v, %v; want an error wrapping errPortInUse", r, err)
+	}
+}
+
+// TestStartRedisWinsThePortRace forces the race of every start: the port
+// chosen is taken just before redis-server's exec, first by a listener that
+// accepts and never answers, then by another redis-server (another test's,
+// which answers PING). The start still succeeds, on a third port.
+func TestStartRedisWinsThePortRace(t *testing.T) {
+	bin, err := redisBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken []int
+	var other *Redis
+	calls := 0
+	beforeExec = func(port int) {
+		calls++
+		switch calls {
+		case 1:
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				t.Errorf("taking port %d: %v", port, err)
+				return
+			}
+			t.Cleanup(func() { l.Close() })
+			taken = append(taken, port)
+		case 2:
+			taken = append(taken, port)
+			if other, err = launchRedis(t, bin, port, "", []string{"--save", ""}); err != nil {
+				t.Errorf("starting the other server on %d: %v", port, err)
+			}
+		}
+	}
+	t.Cleanup(func() { beforeExec = nil })
+	r := StartRedis(t)
+	if len(taken) != 2 || other == nil {
+		t.Fatalf("the race was not forced: ports taken %v, other server %v", taken, other)
+	}
+	for _, p := range taken {
+		if r.Addr == net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) {
+			t.Fatalf("started on %s, a port taken", r.Addr)
+		}
+	}
+	if calls != 4 {
+		t.Errorf("%d execs, want 4 (lost to a listener, the other server's, lost to it, won)", calls)
+	}
+	for _, addr := range []string{r.Addr, other.Addr} {
+		if err := ping(addr, ""); err != nil {
+			t.Errorf("%s: %v", addr, err)
+		}
 	}
 }
