@@ -119,3 +119,28 @@ func TestStartRedisWinsThePortRace(t *testing.T) {
 		}
 	}
 }
+
+// TestListeningAddrs reads the port of a ":0" listener from /proc, as a
+// test does for a child that does not report it.
+func TestListeningAddrs(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		host := map[string]string{"tcp4": "127.0.0.1", "tcp6": "::1"}[network]
+		l, err := net.Listen(network, net.JoinHostPort(host, "0"))
+		if err != nil {
+			t.Logf("%s: %v", network, err) // a machine without IPv6
+			continue
+		}
+		addrs, err := ListeningAddrs(os.Getpid())
+		l.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, a := range addrs {
+			found = found || a == l.Addr().String()
+		}
+		if !found {
+			t.Errorf("%s listener %s not among %v", network, l.Addr(), addrs)
+		}
+	}
+}
