@@ -154,35 +154,14 @@ func buildRedisExporter(t *testing.T) string {
 	return bin
 }
 
-// startRedisExporter runs the exporter against addr on a free loopback port,
-// as the chart's container does (redis.metrics); with env, the password in
-// REDIS_PASSWORD instead of the password file. It returns the base URL. A
-// port is free when chosen, not when the exporter binds it: a start that
-// finds it taken is tried on another.
+// startRedisExporter runs the exporter against addr on loopback, as the
+// chart's container does (redis.metrics); with env, the password in
+// REDIS_PASSWORD instead of the password file. It returns the base URL. The
+// exporter binds port 0 (no port is chosen before it binds one) and its port
+// is read from /proc: it logs its flag, not the port it got.
 func startRedisExporter(t *testing.T, bin, addr, password string, env bool) string {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		base, taken := launchRedisExporter(t, bin, addr, password, env)
-		if !taken {
-			return base
-		}
-		if attempt == 5 {
-			t.Fatal("the exporter found its port taken 5 times")
-		}
-	}
-}
-
-// launchRedisExporter is one start of startRedisExporter; taken reports an
-// exit because the port was in use.
-func launchRedisExporter(t *testing.T, bin, addr, password string, env bool) (base string, taken bool) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	listen := l.Addr().String()
-	l.Close()
-	args := []string{"--redis.addr=" + addr, "--web.listen-address=" + listen, "--log-format=json"}
+	args := []string{"--redis.addr=" + addr, "--web.listen-address=127.0.0.1:0", "--log-format=json"}
 	cmd := exec.Command(bin)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "REDIS_") {
@@ -210,30 +189,6 @@ func launchRedisExporter(t *testing.T, bin, addr, password string, env bool) (ba
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	base = "http://" + listen
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if resp, err := http.Get(base + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case <-exited:
-			if strings.Contains(strings.ToLower(log.String()), "address already in use") {
-				return "", true
-			}
-			t.Fatalf("the exporter exited before answering /health:\n%s", log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exited
-			t.Fatalf("waited 20s for the exporter's /health:\n%s", log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -241,7 +196,33 @@ func launchRedisExporter(t *testing.T, bin, addr, password string, env bool) (ba
 			t.Logf("the exporter's log:\n%s", log.String())
 		}
 	})
-	return base, false
+	client := &http.Client{Timeout: 2 * time.Second}
+	base := ""
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if base == "" {
+			if addrs, err := servicerun.ListeningAddrs(cmd.Process.Pid); err == nil && len(addrs) > 0 {
+				base = "http://" + addrs[0]
+			}
+		}
+		if base != "" {
+			if resp, err := client.Get(base + "/health"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return base
+				}
+			}
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the exporter exited before answering /health:\n%s", log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 20s for the exporter's /health (listening on %q)", base)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // foreignHost is a TCP listener that records what the first client sends
