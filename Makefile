@@ -27,7 +27,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
+.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster chaos-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -119,6 +119,9 @@ test-tools: ## the chart's render tests (tools/k8s/chart); the tests of the clus
 # overlays and their faults on it.
 test-cluster: ## the chart on a real three-node cluster (three zones): releases from its registry (1.0.0 → now, Helm 3 and 4), GitOps syncs (as Argo CD applies it; Flux's helm-controller), install, helm test, rollout/disruption/Redis restart under load, the Sentinel set through a drain and a node loss, the API through a Gateway (Traefik), overlays, Prometheus, traces through a Collector into Jaeger, skaffold (root; tool builds first, unbounded)
 	tools/k8s/cluster-test.sh
+
+chaos-cluster: ## test-cluster with every variant of its long scenarios (CLUSTER_FULL=1: the partitions of a replica's zone and of a client's zone from the standalone Redis too)
+	CLUSTER_FULL=1 tools/k8s/cluster-test.sh
 
 cluster-up: ## start the three-node test cluster (CLUSTER_NODES=1: one node) and leave it up (export KUBECONFIG=/tmp/plantstore-cluster/kubeconfig)
 	tools/k8s/cluster.sh up

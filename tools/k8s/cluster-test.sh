@@ -17,6 +17,8 @@
 #   CLUSTER_REUSE=1      use a cluster that is already up instead of starting
 #                        a new one (for working on a scenario; implies KEEP)
 #   CLUSTER_LOAD_RATE    creates per second of the scenarios' load (default 250)
+#   CLUSTER_FULL=1       every variant of the long scenarios (`make
+#                        chaos-cluster`); without it, the bounded set CI runs
 #   CLUSTER_TIMEOUT      bound of the run in seconds once the cluster's own
 #                        tools are built (default 3600; the builds before it
 #                        are not bounded, those of the later scenarios' tools
@@ -31,6 +33,7 @@ CLUSTER=$TOOLS_MOD/cluster.sh
 export CLUSTER_DIR=${CLUSTER_DIR:-/tmp/plantstore-cluster}
 NETNS=${CLUSTER_NETNS:-plantstore-k8s}
 RATE=${CLUSTER_LOAD_RATE:-250}
+FULL=${CLUSTER_FULL:-0}
 REUSE=${CLUSTER_REUSE:-0}
 KEEP=${CLUSTER_KEEP:-$REUSE}
 
