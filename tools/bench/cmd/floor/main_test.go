@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +21,10 @@ import (
 )
 
 // startRedis starts a throw-away redis-server on a free loopback port.
+// redis-server cannot bind port 0 and report the port it got, so the port
+// is chosen first (below the kernel's ephemeral range, which any outgoing
+// connection may take) and may be taken before redis-server binds it: a
+// start that fails so is tried again on another, up to 10 times.
 func startRedis(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("REDIS_SERVER")
@@ -29,26 +34,73 @@ func startRedis(t *testing.T) string {
 			bin = "/usr/bin/redis-server"
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var taken []string
+	for range 10 {
+		addr, log, ok := launchRedis(t, bin)
+		if ok {
+			return addr
+		}
+		taken = append(taken, addr+": "+log)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	t.Fatalf("redis-server found its port taken 10 times:\n%s", strings.Join(taken, "\n"))
+	return ""
+}
+
+// launchRedis is one start of startRedis; ok is false when the port was
+// taken (redis-server exited on "Address already in use", or another
+// process answered on it), and log says so.
+func launchRedis(t *testing.T, bin string) (addr, log string, ok bool) {
+	t.Helper()
+	port := 0
+	for range 1000 {
+		p := 10000 + rand.IntN(32768-10000)
+		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
+			ln.Close()
+			port = p
+			break
+		}
+	}
+	if port == 0 {
+		t.Fatal("no free loopback port below 32768 in 1000 tries")
+	}
+	addr = "127.0.0.1:" + strconv.Itoa(port)
+	var out strings.Builder // read only once the process has exited
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting redis-server (set REDIS_SERVER): %v", err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	kill := func() { _ = cmd.Process.Kill(); <-exited }
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
 	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if info, err := c.Info(context.Background(), "server").Result(); err == nil {
+			if !strings.Contains(info, "process_id:"+strconv.Itoa(cmd.Process.Pid)+"\r\n") {
+				kill()
+				return addr, "another process answered on the port", false
+			}
+			t.Cleanup(kill)
+			return addr, "", true
+		}
+		select {
+		case <-exited:
+			if strings.Contains(out.String(), "Address already in use") {
+				return addr, out.String(), false
+			}
+			t.Fatalf("redis-server exited at start:\n%s", out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer")
+			kill()
+			t.Fatalf("redis-server did not answer:\n%s", out.String())
 		}
 	}
-	return addr
 }
 
 // The floor keeps the contract's observable behaviour for valid requests:
