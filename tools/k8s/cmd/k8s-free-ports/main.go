@@ -3,12 +3,20 @@
 // needed):
 //
 //	k8s-free-ports [N]    (N defaults to 1)
+//
+// A port is free when chosen, not when the server it is handed to binds it:
+// another process may take it in between. The ports come from below the
+// kernel's ephemeral range, which it hands to every ":0" listener and
+// outgoing connection on the machine; there only another choice like this
+// one takes them. A caller must still start its servers again (on new
+// ports) when one exits with "address already in use".
 package main
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -43,23 +51,38 @@ func run(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// freePorts holds every listener until all are open, so that the N ports
-// are distinct.
+// freePorts chooses n distinct ports from below the ephemeral range, each
+// held until all are.
 func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
+	const lowest = 10000
+	top := ephemeralLow()
 	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("no %d free ports of 127.0.0.1 in %d..%d after %d tries", n, lowest, top-1, tries)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := lowest + rand.IntN(top-lowest)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken, or chosen already and held below
+		}
+		defer l.Close()
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// net.ipv4.ip_local_port_range; 32768, its default, where it cannot be read
+// or leaves too few ports below it).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil || lo <= 12000 {
+		return 32768
+	}
+	return lo
 }

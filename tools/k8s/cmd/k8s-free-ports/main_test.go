@@ -19,6 +19,9 @@ func TestFreePorts(t *testing.T) {
 			t.Fatalf("ports %q: not three distinct numbers", out.String())
 		}
 		seen[p] = true
+		if n, _ := strconv.Atoi(p); n < 10000 || n >= ephemeralLow() {
+			t.Errorf("port %s: not below the ephemeral range (%d on)", p, ephemeralLow())
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+p)
 		if err != nil {
 			t.Errorf("port %s is not free: %v", p, err)
