@@ -251,6 +251,26 @@ func TestHead(t *testing.T) {
 	}
 }
 
+// A range of a file is its bytes in the encoding served: of the compressed
+// file to a client that accepts gzip, of the content to one that does not.
+func TestRange(t *testing.T) {
+	h := newHandler(t)
+	target := docspage.Path + "/" + readManifest(t).Files[0].Name
+	for _, enc := range []string{"gzip", "identity"} {
+		whole := serve(h, http.MethodGet, target, "Accept-Encoding", enc)
+		part := serve(h, http.MethodGet, target, "Accept-Encoding", enc, "Range", "bytes=10-19")
+		if part.Code != http.StatusPartialContent || !bytes.Equal(part.Body.Bytes(), whole.Body.Bytes()[10:20]) {
+			t.Errorf("%s: Range bytes=10-19: %d, %q; want 206 and bytes 10 to 19 of the whole", enc, part.Code, part.Body.Bytes())
+		}
+		if cl := part.Header().Get("Content-Length"); cl != "" && cl != "10" {
+			t.Errorf("%s: a range of 10 bytes has Content-Length %s", enc, cl)
+		}
+		if got := part.Header().Get("Content-Encoding"); got != whole.Header().Get("Content-Encoding") {
+			t.Errorf("%s: range's Content-Encoding %q, the whole's %q", enc, got, whole.Header().Get("Content-Encoding"))
+		}
+	}
+}
+
 // A name the page has no file for, the manifest and the page's own file
 // name among them, is 404 with the contract's Error body.
 func TestUnknownFile(t *testing.T) {
