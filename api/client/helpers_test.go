@@ -6,9 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/redistest"
 )
 
 // seen is one request a test server received.
@@ -162,16 +165,13 @@ func (d *failingDoer) Do(req *http.Request) (*http.Response, error) {
 	return d.next.Do(req)
 }
 
-// refusedErr is what a dial to a closed port returns.
+// refusedErr is what a dial to a closed port returns. The port is held
+// (bound, not listening) for the test: one closed after its choice could be
+// bound by another process before the dial.
 func refusedErr(t *testing.T) error {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	_, err = http.Get("http://" + addr + "/")
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(redistest.RefusedPort(t)))
+	_, err := http.Get("http://" + addr + "/")
 	if err == nil {
 		t.Fatal("a closed port accepted a connection")
 	}

@@ -4,10 +4,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/redistest"
 )
 
 func TestPercentile(t *testing.T) {
@@ -77,12 +80,9 @@ func TestLoad(t *testing.T) {
 // TestLoadRetriesRefused: with RetryRefused a refused connection is tried
 // again until the load stops, and recorded as refused.
 func TestLoadRetriesRefused(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	// Held (bound, not listening) for the test: a port closed after its
+	// choice could be bound by another process during the load.
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(redistest.RefusedPort(t)))
 	load := StartLoad(&Service{API: "http://" + addr, Token: "tok"}, LoadOptions{Workers: 1, Duration: 300 * time.Millisecond, RetryRefused: true})
 	res := load.Wait()
 	if len(res.Records) != 1 || !res.Records[0].Refused || res.Records[0].Attempts < 2 {
