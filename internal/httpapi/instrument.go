@@ -96,7 +96,6 @@ type requestInfo struct {
 	route  string
 	client string
 	id     string
-	vars   map[string]string // the matched route's path variables
 }
 
 type requestInfoKey struct{}

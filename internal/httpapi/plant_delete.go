@@ -31,7 +31,7 @@ func NewDeletePlantHandler(store PlantDeleter, storeTimeout time.Duration, log *
 }
 
 func (h *DeletePlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id, e := ParsePlantID(pathVar(r, "id"))
+	id, e := ParsePlantID(r.PathValue("id"))
 	if e != nil {
 		apierror.Write(w, e)
 		return

@@ -43,7 +43,7 @@ func NewGetPlantHandler(store PlantGetter, storeTimeout time.Duration, log *zap.
 }
 
 func (h *GetPlantHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id, e := ParsePlantID(pathVar(r, "id"))
+	id, e := ParsePlantID(r.PathValue("id"))
 	if e != nil {
 		apierror.Write(w, e)
 		return
