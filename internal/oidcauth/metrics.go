@@ -25,13 +25,13 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, cached func() int) (*metrics, error) {
-	results := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jwt_verifications_total",
+	results := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "plantstore", Subsystem: "auth", Name: "jwt_verifications_total",
 		Help: "JWT bearer credentials checked, by result: cached (verified before, not expired), verified, rejected (401), unavailable (503: the issuer unreachable, no keys cached)."}, []string{"result"})
-	fetches := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "jwt_key_fetches_total",
+	fetches := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "plantstore", Subsystem: "auth", Name: "jwt_key_fetches_total",
 		Help: "Fetches of a JWT issuer's discovery document and key set, by configured issuer and result (success, failure)."}, []string{"issuer", "result"})
-	lastSuccess := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "jwt_keys_last_success_timestamp_seconds",
+	lastSuccess := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "plantstore", Subsystem: "auth", Name: "jwt_keys_last_success_timestamp_seconds",
 		Help: "When a JWT issuer's keys were last fetched, by configured issuer (Unix seconds; absent until the first success)."}, []string{"issuer"})
-	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "jwt_cache_entries",
+	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "plantstore", Subsystem: "auth", Name: "jwt_cache_entries",
 		Help: "Verified JWTs remembered until they expire (bounded by --auth-jwt-cache-size)."}, func() float64 { return float64(cached()) })
 	if err := auth.RegisterMetrics(reg, results, fetches, lastSuccess, entries); err != nil {
 		return nil, err
