@@ -1,4 +1,4 @@
-{{/* The chart's Redis (redis.enabled): its topology, redis.conf, its scripts, its claim template. */}}
+{{/* The chart's Redis (redis.enabled): its topology, redis.conf, the scripts of files/redis/, its claim template. */}}
 
 {{/*
 The labels of the Redis data PVCs (the StatefulSet's volume claim template), as JSON: the selector labels, the
@@ -166,131 +166,33 @@ include /run/redis/replication.conf
 {{- end }}
 
 {{/*
-find-master.sh HOST: the host of the current master as another pod's Sentinel names it. Where no Sentinel
-answers, a server that says it is master is the master: the first pod of a standalone Redis upgraded to
-this set, still running its old template without a Sentinel, which holds the plants. Only when no other
-server exists (their names do not resolve: a new set, whose pods start one after the other) is it the
-first pod's. A server that exists but neither answers (still starting, or not reachable yet) is asked
-again for 45 seconds (within the liveness probe's patience); then the script fails, and the container
-with it, rather than start a second master beside the one the Sentinels follow.
-
-When the Sentinels still name this pod, it was the master and has been down: it starts as the master
-again only if no failover can begin. Once a Sentinel has gone half its down-after without an answer, or
-already reports the master down, a quorum of them will promote a replica: a master started meanwhile
-would acknowledge writes that the promotion then drops (the replica promoted stopped copying it). So the
-script waits for the failover and names the new master. A Sentinel that cannot reach its quorum
-(CKQUORUM) cannot fail over and does not hold the start back.
+A script of files/redis/ as the pods get it. The file is plain shell that takes its settings from the
+environment ($REDIS_HOSTS, ...), so that it runs, and is tested, as it is; the chart writes their values in
+place of those references instead (.values: a text of the file and the value that replaces it, none of them
+part of another), and leaves out the file's ## lines, its documentation: the ConfigMap holds what it held
+when the scripts were templates, and its checksum restarts no Redis. A text the file lacks fails the render.
+Call with (dict "context" $ "file" "find-master.sh" "values" dict).
 */}}
-{{- define "plantstore.redis.findMaster" -}}
-{{- $s := .Values.redis.sentinel -}}
-#!/bin/sh
-set -u
-# The password as the Secret holds it now (its volume follows a rotation; the environment keeps the
-# value the container started with).
-[ -r /etc/redis-auth/password ] && { REDISCLI_AUTH=$(cat /etc/redis-auth/password); export REDISCLI_AUTH; }
-me=$1
-end=$(($(date +%s) + 45))
-field() { sed -n "/^$1\$/{n;p;}"; }
-while :; do
-  unanswered=""
-  naming_me=""
-  failing_over=""
-  for host in {{ include "plantstore.redis.hosts" . }}; do
-    [ "$host" = "$me" ] && continue
-    answer=$(timeout 3 redis-cli -h "$host" -p 26379 --raw SENTINEL get-master-addr-by-name {{ $s.masterName }} 2>&1 | head -n 1)
-    case $answer in
-      *"Name or service not known"* | *"Name does not resolve"* | *"No address associated"*) ;;
-      "" | *" "* | ERR* | NOAUTH* | WRONGPASS*) unanswered="$unanswered $host" ;;
-      "$me") naming_me="$naming_me $host" ;;
-      *) echo "$answer"; exit 0 ;;
-    esac
-  done
-  if [ -n "$naming_me" ]; then
-    for host in $naming_me; do
-      timeout 3 redis-cli -h "$host" -p 26379 --raw SENTINEL ckquorum {{ $s.masterName }} 2>&1 | grep -q '^OK' || continue
-      state=$(timeout 3 redis-cli -h "$host" -p 26379 --raw SENTINEL master {{ $s.masterName }} 2>/dev/null)
-      flags=$(printf '%s\n' "$state" | field flags)
-      since=$(printf '%s\n' "$state" | field last-ok-ping-reply)
-      case ",$flags," in
-        *,s_down,* | *,o_down,* | *,failover_in_progress,*) failing_over="$failing_over $host($flags)" ;;
-        *) [ "${since:-{{ $s.downAfterMilliseconds | int }}}" -lt {{ div ($s.downAfterMilliseconds | int) 2 }} ] || failing_over="$failing_over $host(no answer for ${since:-?}ms)" ;;
-      esac
-    done
-    [ -z "$failing_over" ] && { echo "$me"; exit 0; }
-    echo "find-master: the Sentinels still name $me but will fail over:$failing_over; waiting for the new master" >&2
-  elif [ -z "$unanswered" ]; then
-    echo {{ first (splitList " " (include "plantstore.redis.hosts" .)) }}
-    exit 0
-  else
-    for host in $unanswered; do
-      role=$(timeout 3 redis-cli -h "$host" -p 6379 --raw info replication 2>/dev/null | tr -d '\r' | sed -n 's/^role://p')
-      [ "$role" = master ] && { echo "$host"; exit 0; }
-    done
-  fi
-  [ "$(date +%s)" -lt "$end" ] || break
-  sleep 1
-done
-echo "find-master: no master named for 45s (Sentinels failing over:${failing_over:- none}; unanswered:${unanswered:- none}): not starting" >&2
-exit 1
+{{- define "plantstore.redis.script" -}}
+{{- $text := regexReplaceAll "(?m)^##.*\n" (.context.Files.Get (printf "files/redis/%s" .file)) "" | trimSuffix "\n" }}
+{{- range $from, $to := .values }}
+{{- if not (contains $from $text) }}{{ fail (printf "files/redis/%s has no %s" $.file $from) }}{{ end }}
+{{- $text = replace $from (toString $to) $text }}
+{{- end }}
+{{- $text }}
 {{- end }}
 
-{{/*
-switchover.sh HOST, the preStop of a server: a master about to stop (a drain, a rollout, a scale-down)
-hands over first. It pauses writes (none is acknowledged from then on, so the replica promoted holds
-every acknowledged plant), asks another pod's Sentinel to fail over (this pod's is stopping too), again
-while the Sentinels are still completing an earlier failover, and ends, writes still paused, once every
-Sentinel has the promoted replica on record as the master, at most 20 seconds in all, closing its clients'
-connections so that they ask the Sentinels again; clients meanwhile wait or get 503s for a second or two
-instead of the down-after window. A replica stops as it is.
-*/}}
+{{/* files/redis/find-master.sh: the master a starting server replicates and its Sentinel watches. */}}
+{{- define "plantstore.redis.findMaster" -}}
+{{- $hosts := include "plantstore.redis.hosts" . }}
+{{- $downAfter := .Values.redis.sentinel.downAfterMilliseconds | int }}
+{{- include "plantstore.redis.script" (dict "context" . "file" "find-master.sh" "values" (dict
+  "$REDIS_HOSTS" $hosts "${REDIS_HOSTS%% *}" (first (splitList " " $hosts)) "$MASTER_NAME" .Values.redis.sentinel.masterName
+  "$DOWN_AFTER_MS" $downAfter "$((DOWN_AFTER_MS / 2))" (div $downAfter 2))) }}
+{{- end }}
+
+{{/* files/redis/switchover.sh: the preStop of a server, which hands the master over before it stops. */}}
 {{- define "plantstore.redis.switchover" -}}
-#!/bin/sh
-set -u
-# The password as the Secret holds it now (its volume follows a rotation; the environment keeps the
-# value the container started with).
-[ -r /etc/redis-auth/password ] && { REDISCLI_AUTH=$(cat /etc/redis-auth/password); export REDISCLI_AUTH; }
-me=$1
-role() { redis-cli -h 127.0.0.1 --raw info replication | tr -d '\r' | sed -n 's/^role://p'; }
-[ "$(role)" = master ] || exit 0
-start=$(date +%s)
-end=$((start + 20))
-redis-cli -h 127.0.0.1 CLIENT PAUSE 20000 WRITE >/dev/null
-# A Sentinel refuses while an earlier failover is still being completed
-# (INPROG): ask again until one accepts.
-asked=""
-while [ -z "$asked" ] && [ "$(date +%s)" -lt "$end" ]; do
-  for host in {{ include "plantstore.redis.hosts" . }}; do
-    [ "$host" = "$me" ] && continue
-    [ "$(timeout 3 redis-cli -h "$host" -p 26379 SENTINEL failover {{ .Values.redis.sentinel.masterName }} 2>&1)" = OK ] && { asked=$host; break; }
-  done
-  [ -n "$asked" ] || sleep 1
-done
-# Done when every Sentinel that answers has another master on record (the
-# one asked switches at the failover's end, the others from its hellos):
-# clients asking any of them find the new master. The writes stay paused
-# until the pod stops, so none is taken by a master about to stop; the
-# Sentinels convert it only after seeing it report the wrong role for a
-# while, past the pause, and a REPLICAOF here would start a full sync whose
-# first AOF rewrite makes Redis refuse the SIGTERM that follows.
-new=""
-while [ -n "$asked" ] && [ -z "$new" ] && [ "$(date +%s)" -lt "$end" ]; do
-  agreed="" stale=""
-  for host in {{ include "plantstore.redis.hosts" . }}; do
-    [ "$host" = "$me" ] && continue
-    rec=$(timeout 2 redis-cli -h "$host" -p 26379 --raw SENTINEL master {{ .Values.redis.sentinel.masterName }} 2>/dev/null | tr -d '\r' |
-      awk 'NR % 2 == 1 {k = $0; next} k == "ip" {ip = $0} END {print ip}')
-    [ -n "$rec" ] || continue
-    if [ "$rec" = "$me" ]; then stale=$host; else agreed=$rec; fi
-  done
-  [ -n "$agreed" ] && [ -z "$stale" ] && new=$agreed
-  [ -n "$new" ] || sleep 0.2
-done
-# Its clients (the API pods' pools) would wait on the paused writes until the
-# pod stops: closed now, they ask the Sentinels, which all name the new one.
-if [ -n "$new" ]; then
-  redis-cli -h 127.0.0.1 CLIENT KILL TYPE normal >/dev/null
-else
-  redis-cli -h 127.0.0.1 CLIENT UNPAUSE >/dev/null
-fi
-echo "switchover: $me hands over to ${new:-none (writes unpaused)} after $(($(date +%s) - start))s (failover asked of ${asked:-no Sentinel})"
+{{- include "plantstore.redis.script" (dict "context" . "file" "switchover.sh" "values" (dict
+  "$REDIS_HOSTS" (include "plantstore.redis.hosts" .) "$MASTER_NAME" .Values.redis.sentinel.masterName)) }}
 {{- end }}

@@ -1,0 +1,63 @@
+#!/bin/sh
+## switchover.sh HOST, the preStop of the Redis server of the pod HOST (redis.architecture sentinel): a
+## master about to stop (a drain, a rollout, a scale-down) hands over first. It pauses writes (none is
+## acknowledged from then on, so the replica promoted holds every acknowledged plant), asks another
+## pod's Sentinel to fail over (this pod's is stopping too), again while the Sentinels are still
+## completing an earlier failover, and ends, writes still paused, once every Sentinel has the promoted
+## replica on record as the master, at most 20 seconds in all, closing its clients' connections so
+## that they ask the Sentinels again; clients meanwhile wait or get 503s for a second or two instead of
+## the down-after window. A replica stops as it is.
+##
+## Its settings, from the environment when it runs as this file (tools/k8s/chart/redis_scripts_test.go):
+##   REDIS_HOSTS    the pods' DNS names, space-separated, in ordinal order
+##   MASTER_NAME    the name the Sentinels know the master by (redis.sentinel.masterName)
+## The chart writes their values in place of the references instead (templates/_redis.tpl,
+## plantstore.redis.script) and leaves out these ## lines.
+set -u
+# The password as the Secret holds it now (its volume follows a rotation; the environment keeps the
+# value the container started with).
+[ -r /etc/redis-auth/password ] && { REDISCLI_AUTH=$(cat /etc/redis-auth/password); export REDISCLI_AUTH; }
+me=$1
+role() { redis-cli -h 127.0.0.1 --raw info replication | tr -d '\r' | sed -n 's/^role://p'; }
+[ "$(role)" = master ] || exit 0
+start=$(date +%s)
+end=$((start + 20))
+redis-cli -h 127.0.0.1 CLIENT PAUSE 20000 WRITE >/dev/null
+# A Sentinel refuses while an earlier failover is still being completed
+# (INPROG): ask again until one accepts.
+asked=""
+while [ -z "$asked" ] && [ "$(date +%s)" -lt "$end" ]; do
+  for host in $REDIS_HOSTS; do
+    [ "$host" = "$me" ] && continue
+    [ "$(timeout 3 redis-cli -h "$host" -p 26379 SENTINEL failover $MASTER_NAME 2>&1)" = OK ] && { asked=$host; break; }
+  done
+  [ -n "$asked" ] || sleep 1
+done
+# Done when every Sentinel that answers has another master on record (the
+# one asked switches at the failover's end, the others from its hellos):
+# clients asking any of them find the new master. The writes stay paused
+# until the pod stops, so none is taken by a master about to stop; the
+# Sentinels convert it only after seeing it report the wrong role for a
+# while, past the pause, and a REPLICAOF here would start a full sync whose
+# first AOF rewrite makes Redis refuse the SIGTERM that follows.
+new=""
+while [ -n "$asked" ] && [ -z "$new" ] && [ "$(date +%s)" -lt "$end" ]; do
+  agreed="" stale=""
+  for host in $REDIS_HOSTS; do
+    [ "$host" = "$me" ] && continue
+    rec=$(timeout 2 redis-cli -h "$host" -p 26379 --raw SENTINEL master $MASTER_NAME 2>/dev/null | tr -d '\r' |
+      awk 'NR % 2 == 1 {k = $0; next} k == "ip" {ip = $0} END {print ip}')
+    [ -n "$rec" ] || continue
+    if [ "$rec" = "$me" ]; then stale=$host; else agreed=$rec; fi
+  done
+  [ -n "$agreed" ] && [ -z "$stale" ] && new=$agreed
+  [ -n "$new" ] || sleep 0.2
+done
+# Its clients (the API pods' pools) would wait on the paused writes until the
+# pod stops: closed now, they ask the Sentinels, which all name the new one.
+if [ -n "$new" ]; then
+  redis-cli -h 127.0.0.1 CLIENT KILL TYPE normal >/dev/null
+else
+  redis-cli -h 127.0.0.1 CLIENT UNPAUSE >/dev/null
+fi
+echo "switchover: $me hands over to ${new:-none (writes unpaused)} after $(($(date +%s) - start))s (failover asked of ${asked:-no Sentinel})"
