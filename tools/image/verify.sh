@@ -172,24 +172,27 @@ fi
 if [ -n "${EXPECT_VERSION:-}" ] && [[ $vout != "plantstore $EXPECT_VERSION "* ]]; then fail "--version is not EXPECT_VERSION $EXPECT_VERSION"; fi
 
 step "the service, started from the image's root filesystem as the image's user"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
-http_port=$(free_port); admin_port=$(free_port)
+# Port 0: the service binds what the kernel gives it and logs the address
+# ("API listening", "admin listening"), so no port is chosen and closed here.
 # Started directly (not through a function) so that $! is the server: env
 # and chroot exec it, and the signal below reaches it.
 env -i "${env[@]}" HOME=/home/nonroot chroot --userspec="$user" "$rootfs" "${emu[@]}" \
-  /plantstore --dev --http-addr "127.0.0.1:$http_port" --admin-addr "127.0.0.1:$admin_port" >"$work/serve.log" 2>&1 &
+  /plantstore --dev --http-addr 127.0.0.1:0 --admin-addr 127.0.0.1:0 >"$work/serve.log" 2>&1 &
 server_pid=$!
-ready=
+# listening NAME: the address the log says NAME listens on.
+listening() { sed -n "s/.*$1 listening.*\"addr\": *\"\([^\"]*\)\".*/\1/p" "$work/serve.log" | head -n 1; }
+ready='' api='' admin=''
 for _ in $(seq 1 300); do
-  if curl -fsS -o /dev/null "http://127.0.0.1:$admin_port/readyz" 2>/dev/null; then ready=1; break; fi
+  api=$(listening API) admin=$(listening admin)
+  if [ -n "$admin" ] && curl -fsS -o /dev/null "http://$admin/readyz" 2>/dev/null; then ready=1; break; fi
   kill -0 "$server_pid" 2>/dev/null || break
   sleep 0.1
 done
 if [ -n "$ready" ]; then
-  pass "serves: GET /readyz on the admin port is 200 (embedded store, --dev, loopback ports $http_port/$admin_port)"
-  code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$admin_port/livez" || true)
+  pass "serves: GET /readyz on the admin port is 200 (embedded store, --dev, API on $api, admin on $admin)"
+  code=$(curl -s -o /dev/null -w '%{http_code}' "http://$admin/livez" || true)
   if [ "$code" = 200 ]; then pass "GET /livez is 200"; else fail "GET /livez is $code"; fi
-  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -d '{}' "http://127.0.0.1:$http_port/plants" || true)
+  code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' -d '{}' "http://$api/plants" || true)
   if [ "$code" = 401 ]; then pass "the API port answers POST /plants without a token with 401"; else fail "POST /plants without a token gave $code, want 401"; fi
 else
   fail "the server did not become ready; its output:"; sed 's/^/    /' "$work/serve.log" | tail -20

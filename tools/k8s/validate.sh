@@ -266,7 +266,22 @@ if [[ $NO_CLUSTER == 1 ]]; then
 fi
 
 echo "== kube-apiserver $K8S_VERSION + etcd on 127.0.0.1"
+# cluster_up: etcd and kube-apiserver cannot bind port 0 and say which port
+# they got, so their ports are chosen first; another process may take one
+# before they bind it. That start is tried again on new ports.
 cluster_up() {
+  local try
+  for try in 1 2 3 4 5; do
+    cluster_up_once && return 0
+    grep -qs 'address already in use' "$WORK/etcd.log" "$WORK/kube-apiserver.log" || return 1
+    echo "try $try: a chosen port was taken before it was bound; again on new ports"
+    kill "${API_PID:-}" "${ETCD_PID:-}" 2>/dev/null || true
+    wait "${API_PID:-}" "${ETCD_PID:-}" 2>/dev/null || true
+    rm -rf "$WORK/etcd" "$WORK/pki" "$WORK/apiserver-certs"
+  done
+  return 1
+}
+cluster_up_once() {
   local ports etcd_port peer_port api_port kube_version svc_cidr=10.96.0.0/16
   mapfile -t ports < <(k8s-free-ports 3)
   ((${#ports[@]} == 3)) || { echo "k8s-free-ports failed"; return 1; }
