@@ -40,11 +40,13 @@ func TestRedisScriptsRenderedFromFiles(t *testing.T) {
 		release   string
 		sentinel  map[string]any
 		master    string
+		quorum    int
 		downAfter int
+		failover  int
 	}{
-		{"the ci set", releaseName, map[string]any{}, "plantstore", 5000},
+		{"the ci set", releaseName, map[string]any{}, "plantstore", 2, 5000, 30000},
 		{"five servers, another master name, a long release name", "checkout-platform-production-eu-west-1-blue-green-01",
-			map[string]any{"replicas": 5, "quorum": 3, "masterName": "orders.v2", "downAfterMilliseconds": 7001}, "orders.v2", 7001},
+			map[string]any{"replicas": 5, "quorum": 3, "masterName": "orders.v2", "downAfterMilliseconds": 7001, "failoverTimeout": 60001}, "orders.v2", 3, 7001, 60001},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := renderRelease(t, tc.release, kubeVersion, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": tc.sentinel}})
@@ -68,19 +70,25 @@ func TestRedisScriptsRenderedFromFiles(t *testing.T) {
 			}
 			values := strings.NewReplacer(
 				"$REDIS_HOSTS", strings.Join(hosts, " "), "${REDIS_HOSTS%% *}", hosts[0], "$MASTER_NAME", tc.master,
-				"$((DOWN_AFTER_MS / 2))", strconv.Itoa(tc.downAfter/2), "$DOWN_AFTER_MS", strconv.Itoa(tc.downAfter))
+				"$((DOWN_AFTER_MS / 2))", strconv.Itoa(tc.downAfter/2), "$DOWN_AFTER_MS", strconv.Itoa(tc.downAfter),
+				"$REDIS_DOMAIN", name+"."+namespace+".svc", "$QUORUM", strconv.Itoa(tc.quorum), "$FAILOVER_TIMEOUT_MS", strconv.Itoa(tc.failover))
 			conf := r.get(t, "ConfigMap", name).Obj
-			for _, script := range []string{"find-master.sh", "switchover.sh"} {
+			rendered := map[string]string{
+				"find-master.sh": str(conf, "data", "find-master.sh"),
+				"switchover.sh":  str(conf, "data", "switchover.sh"),
+				"sentinel.sh":    sentinelCommand(t, sts),
+			}
+			for script, got := range rendered {
 				file := redisScriptFile(t, script)
 				if strings.Contains(file, "{{") {
 					t.Errorf("files/redis/%s is a template, not plain shell", script)
 				}
 				want := values.Replace(strings.TrimSuffix(regexp.MustCompile(`(?m)^##.*\n`).ReplaceAllString(file, ""), "\n"))
-				got := strings.TrimSuffix(str(conf, "data", script), "\n")
+				got = strings.TrimSuffix(got, "\n")
 				if got != want {
 					t.Errorf("%s: the ConfigMap's copy is not the file with the values written in:\n%s", script, firstDiff(got, want))
 				}
-				if m := regexp.MustCompile(`\$\{?\(*(REDIS_HOSTS|MASTER_NAME|DOWN_AFTER_MS)`).FindString(got); m != "" {
+				if m := regexp.MustCompile(`\$\{?\(*(REDIS_HOSTS|MASTER_NAME|DOWN_AFTER_MS|REDIS_DOMAIN|QUORUM|FAILOVER_TIMEOUT_MS)`).FindString(got); m != "" {
 					t.Errorf("%s: the ConfigMap's copy still reads %s from the environment", script, m)
 				}
 			}
@@ -427,5 +435,86 @@ func TestSwitchoverScript(t *testing.T) {
 			t.Parallel()
 			redisScriptRunners(t, "switchover.sh", tc.scenario)
 		})
+	}
+}
+
+// sentinelCommand is the script the Sentinel container runs (sh -c SCRIPT).
+func sentinelCommand(t testing.TB, sts object) string {
+	t.Helper()
+	cmd := list(container(podSpec(sts), "sentinel"), "command")
+	if len(cmd) != 3 || cmd[0] != "sh" || cmd[1] != "-c" {
+		t.Fatalf("the Sentinel container's command is %v, want sh -c SCRIPT", cmd)
+	}
+	return cmd[2].(string)
+}
+
+// sentinel.sh, the Sentinel container's command, writes a configuration that watches the master
+// find-master.sh names, with the password escaped, readable by its user only, and runs Sentinel on
+// it; it starts none when find-master.sh fails. The file and the StatefulSet's copy, their paths
+// (/etc/redis, /run/sentinel) mapped to a directory of the test's, a fake redis-server on PATH.
+func TestSentinelScript(t *testing.T) {
+	r := mustRender(t, []string{sentinelValues})
+	copies := map[string]struct {
+		text string
+		env  []string
+	}{
+		"file":     {redisScriptFile(t, "sentinel.sh"), []string{"REDIS_DOMAIN=plantstore-redis.plantstore.svc", "MASTER_NAME=plantstore", "QUORUM=2", "DOWN_AFTER_MS=5000", "FAILOVER_TIMEOUT_MS=30000"}},
+		"rendered": {sentinelCommand(t, r.get(t, "StatefulSet", "plantstore-redis")), nil},
+	}
+	const password = `pa"ss\word`
+	for name, c := range copies {
+		for _, found := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, master found %v", name, found), func(t *testing.T) {
+				t.Parallel()
+				dir := t.TempDir()
+				findMaster := "echo \"$1\" > " + dir + "/asked; echo " + scriptHosts[0]
+				if !found {
+					findMaster = "echo 'find-master: no master named for 45s' >&2; exit 1"
+				}
+				for path, text := range map[string]string{
+					"bin/redis-server": "#!/bin/sh\necho \"redis-server $*\"\n",
+					"find-master.sh":   findMaster + "\n",
+				} {
+					if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(dir, path), []byte(text), 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				script := strings.NewReplacer("/etc/redis/find-master.sh", dir+"/find-master.sh", "/run/sentinel", dir).Replace(c.text)
+				cmd := exec.Command("sh", "-c", script)
+				cmd.Env = append([]string{"PATH=" + dir + "/bin:" + os.Getenv("PATH"), "POD_NAME=plantstore-redis-1", "REDIS_PASSWORD=" + password}, c.env...)
+				out, err := cmd.CombinedOutput()
+				conf, readErr := os.ReadFile(filepath.Join(dir, "sentinel.conf"))
+				if !found {
+					if err == nil || strings.Contains(string(out), "redis-server") || readErr == nil {
+						t.Fatalf("with find-master.sh failing, sentinel.sh ended with %v, wrote a configuration (%v) and said:\n%s", err, readErr == nil, out)
+					}
+					return
+				}
+				if err != nil || readErr != nil {
+					t.Fatalf("sentinel.sh: %v, %v\n%s", err, readErr, out)
+				}
+				me := scriptHosts[1]
+				if want := "sentinel: " + me + " watches " + scriptHosts[0] + "\nredis-server " + dir + "/sentinel.conf --sentinel\n"; string(out) != want {
+					t.Errorf("sentinel.sh said %q, want %q", out, want)
+				}
+				if asked, _ := os.ReadFile(filepath.Join(dir, "asked")); string(asked) != me+"\n" {
+					t.Errorf("find-master.sh was asked for %q, want %s", asked, me)
+				}
+				want := strings.Join([]string{"port 26379", "dir " + dir, "sentinel resolve-hostnames yes", "sentinel announce-hostnames yes",
+					"sentinel announce-ip " + me, "sentinel monitor plantstore " + scriptHosts[0] + " 6379 2",
+					"sentinel down-after-milliseconds plantstore 5000", "sentinel failover-timeout plantstore 30000",
+					"sentinel parallel-syncs plantstore 1", `sentinel auth-pass plantstore "pa\"ss\\word"`,
+					`sentinel sentinel-pass "pa\"ss\\word"`, `requirepass "pa\"ss\\word"`}, "\n") + "\n"
+				if string(conf) != want {
+					t.Errorf("sentinel.conf:\n%s", firstDiff(string(conf), want))
+				}
+				if fi, err := os.Stat(filepath.Join(dir, "sentinel.conf")); err != nil || fi.Mode().Perm() != 0o600 {
+					t.Errorf("sentinel.conf's mode is %v (%v), want 0600: it holds the password", fi.Mode().Perm(), err)
+				}
+			})
+		}
 	}
 }

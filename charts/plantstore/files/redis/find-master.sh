@@ -17,12 +17,8 @@
 ## stopped copying it). So the script waits for the failover and names the new master. A Sentinel
 ## that cannot reach its quorum (CKQUORUM) cannot fail over and does not hold the start back.
 ##
-## Its settings, from the environment when it runs as this file (tools/k8s/chart/redis_scripts_test.go):
-##   REDIS_HOSTS    the pods' DNS names, space-separated, in ordinal order
-##   MASTER_NAME    the name the Sentinels know the master by (redis.sentinel.masterName)
-##   DOWN_AFTER_MS  the Sentinels' down-after (redis.sentinel.downAfterMilliseconds)
-## The chart writes their values in place of the references instead (templates/_redis.tpl,
-## plantstore.redis.script) and leaves out these ## lines.
+## REDIS_HOSTS (the pods' DNS names in ordinal order), MASTER_NAME and DOWN_AFTER_MS (redis.sentinel.*):
+## from the environment when run as this file; the chart writes them in (templates/_redis.tpl).
 set -u
 # The password as the Secret holds it now (its volume follows a rotation; the environment keeps the
 # value the container started with).

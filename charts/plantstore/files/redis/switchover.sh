@@ -8,11 +8,8 @@
 ## that they ask the Sentinels again; clients meanwhile wait or get 503s for a second or two instead of
 ## the down-after window. A replica stops as it is.
 ##
-## Its settings, from the environment when it runs as this file (tools/k8s/chart/redis_scripts_test.go):
-##   REDIS_HOSTS    the pods' DNS names, space-separated, in ordinal order
-##   MASTER_NAME    the name the Sentinels know the master by (redis.sentinel.masterName)
-## The chart writes their values in place of the references instead (templates/_redis.tpl,
-## plantstore.redis.script) and leaves out these ## lines.
+## REDIS_HOSTS (the pods' DNS names in ordinal order) and MASTER_NAME (redis.sentinel.masterName):
+## from the environment when run as this file; the chart writes them in (templates/_redis.tpl).
 set -u
 # The password as the Secret holds it now (its volume follows a rotation; the environment keeps the
 # value the container started with).
