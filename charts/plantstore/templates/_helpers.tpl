@@ -103,12 +103,15 @@ empty. Call with (dict "context" $ "own" map "skip" list); use in `with`, so tha
 app.kubernetes.io/component: api
 {{- end }}
 
-{{/* Selector labels of the API pods (immutable: never add to them). */}}
-{{- define "plantstore.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "plantstore.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: api
+{{/* Selector labels of a component's pods (immutable: never add to them). Call with (list $ component). */}}
+{{- define "plantstore.componentSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "plantstore.name" (index . 0) }}
+app.kubernetes.io/instance: {{ (index . 0).Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
 {{- end }}
+
+{{/* Selector labels of the API pods. */}}
+{{- define "plantstore.selectorLabels" }}{{ include "plantstore.componentSelectorLabels" (list . "api") }}{{ end }}
 
 {{/*
 The admin Service: the API pods' admin port, inside the cluster only. Its component label tells it
@@ -123,11 +126,7 @@ from the API Service, for the ServiceMonitor's selector.
 app.kubernetes.io/component: admin
 {{- end }}
 
-{{- define "plantstore.admin.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "plantstore.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: admin
-{{- end }}
+{{- define "plantstore.admin.selectorLabels" }}{{ include "plantstore.componentSelectorLabels" (list . "admin") }}{{ end }}
 
 {{- define "plantstore.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
@@ -288,11 +287,7 @@ app.kubernetes.io/component: redis
 {{- include "plantstore.extraLabels" (dict "maps" (list .Values.commonLabels)) }}
 {{- end }}
 
-{{- define "plantstore.redis.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "plantstore.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: redis
-{{- end }}
+{{- define "plantstore.redis.selectorLabels" }}{{ include "plantstore.componentSelectorLabels" (list . "redis") }}{{ end }}
 
 {{/*
 The Redis pods' ServiceAccount: their own, not the namespace's default, and without a token (Redis calls no
@@ -311,11 +306,7 @@ API). Named as the StatefulSet.
 {{- include "plantstore.suffixedName" (list . "-redis-roll") }}
 {{- end }}
 
-{{- define "plantstore.redis.roll.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "plantstore.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: redis-roll
-{{- end }}
+{{- define "plantstore.redis.roll.selectorLabels" }}{{ include "plantstore.componentSelectorLabels" (list . "redis-roll") }}{{ end }}
 
 {{/*
 The hook Job of templates/secrets-job.yaml: rendered when the chart generates a Secret. The arguments
@@ -361,11 +352,7 @@ embedded store has no 1.0.0 keys).
 app.kubernetes.io/component: migrate
 {{- end }}
 
-{{- define "plantstore.migration.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "plantstore.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: migrate
-{{- end }}
+{{- define "plantstore.migration.selectorLabels" }}{{ include "plantstore.componentSelectorLabels" (list . "migrate") }}{{ end }}
 
 {{/*
 The Job's --settle: migration.settle, or by default terminationGracePeriodSeconds + 5s on an upgrade from

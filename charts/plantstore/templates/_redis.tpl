@@ -77,12 +77,18 @@ which every pod of the namespace resolves (publishNotReadyAddresses: a pod still
 {{- if kindIs "invalid" $acks }}{{ ternary 1 0 (eq (include "plantstore.redis.sentinel" .) "true") }}{{ else }}{{ $acks | int }}{{ end }}
 {{- end }}
 
+{{/* The Secret of the chart's Redis password: redis.auth.existingSecret, else the one the hook Job makes. */}}
 {{- define "plantstore.redis.secretName" -}}
 {{- .Values.redis.auth.existingSecret | default (include "plantstore.redis.fullname" .) }}
 {{- end }}
 
-{{- define "plantstore.redis.secretKey" -}}
-{{- .Values.redis.auth.existingSecretKey }}
+{{/* An EnvVar of the chart's Redis password, at column 0 for nindent. Call with (list $ name). */}}
+{{- define "plantstore.redis.passwordEnv" -}}
+- name: {{ index . 1 }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "plantstore.redis.secretName" (index . 0) }}
+      key: {{ (index . 0).Values.redis.auth.existingSecretKey }}
 {{- end }}
 
 {{/* Whether the hook Job generates the Redis password (the chart's Redis, no redis.auth.existingSecret). */}}

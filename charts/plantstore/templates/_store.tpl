@@ -23,26 +23,14 @@ Job: EnvVar items at column 0, for nindent. With the embedded store, only an emp
   value: {{ regexReplaceAll "( |$)" (include "plantstore.redis.hosts" .) ":26379$1" | replace " " "," | quote }}
 - name: PLANTSTORE_REDIS_MASTER_NAME
   value: {{ .Values.redis.sentinel.masterName | quote }}
-- name: PLANTSTORE_REDIS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "plantstore.redis.secretName" . }}
-      key: {{ include "plantstore.redis.secretKey" . }}
+{{ include "plantstore.redis.passwordEnv" (list . "PLANTSTORE_REDIS_PASSWORD") }}
 # The Sentinels ask for the same password.
-- name: PLANTSTORE_REDIS_SENTINEL_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "plantstore.redis.secretName" . }}
-      key: {{ include "plantstore.redis.secretKey" . }}
+{{ include "plantstore.redis.passwordEnv" (list . "PLANTSTORE_REDIS_SENTINEL_PASSWORD") }}
 {{- else if eq $store "redis" -}}
 # The chart's Redis, through its headless Service.
 - name: PLANTSTORE_REDIS_ADDR
   value: {{ printf "%s:6379" (include "plantstore.redis.fullname" .) | quote }}
-- name: PLANTSTORE_REDIS_PASSWORD
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "plantstore.redis.secretName" . }}
-      key: {{ include "plantstore.redis.secretKey" . }}
+{{ include "plantstore.redis.passwordEnv" (list . "PLANTSTORE_REDIS_PASSWORD") }}
 {{- else if eq $store "external" -}}
 - name: PLANTSTORE_REDIS_ADDR
   value: {{ join "," $ext.addresses | quote }}

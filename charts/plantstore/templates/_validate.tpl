@@ -41,9 +41,9 @@ refuses it, so it is refused now with what to write instead.
 {{- end }}
 {{- if and .enabled .timeouts.request .timeouts.backendRequest }}
 {{- $attempts := add 1 (int .retry.attempts) }}
-{{- $request := include "plantstore.gatewayDurationMs" .timeouts.request | int }}
-{{- $backend := include "plantstore.gatewayDurationMs" .timeouts.backendRequest | int }}
-{{- if lt $request (mul $backend $attempts) }}
+{{- $request := include "plantstore.durationMs" .timeouts.request | float64 }}
+{{- $backend := include "plantstore.durationMs" .timeouts.backendRequest | float64 }}
+{{- if lt $request (mulf $backend $attempts) }}
 {{- include "plantstore.fail" (printf "httpRoute.timeouts.request (%s) must be at least httpRoute.timeouts.backendRequest (%s) times the attempts (%d: 1 + httpRoute.retry.attempts), or the Gateway gives up before the last attempt has had its time" .timeouts.request .timeouts.backendRequest $attempts) }}
 {{- end }}
 {{- end }}
@@ -193,8 +193,8 @@ refuses it, so it is refused now with what to write instead.
 {{- end }}
 
 {{/*
-A Go duration ("5s", "1m30s", "500ms", "0") in milliseconds, as a decimal string. Call with the
-duration string. The schema has already checked the syntax.
+A Go duration ("5s", "1m30s", "500ms", "0"), Gateway API durations included, in milliseconds, as a
+decimal string. Call with the duration string. The schema has already checked the syntax.
 */}}
 {{- define "plantstore.durationMs" -}}
 {{- $units := dict "ns" 0.000001 "us" 0.001 "µs" 0.001 "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 }}
@@ -205,16 +205,4 @@ duration string. The schema has already checked the syntax.
 {{- $total = addf $total (mulf $num (get $units $unit)) }}
 {{- end }}
 {{- $total }}
-{{- end }}
-
-{{/*
-A Gateway API duration (1h, 5s, 500ms, 1m30s) in milliseconds.
-*/}}
-{{- define "plantstore.gatewayDurationMs" -}}
-{{- $ms := 0 -}}
-{{- $units := dict "h" 3600000 "m" 60000 "s" 1000 "ms" 1 -}}
-{{- range regexFindAll "[0-9]+(ms|h|m|s)" . -1 -}}
-{{- $ms = add $ms (mul (regexReplaceAll "[a-z]+$" . "" | int) (get $units (regexReplaceAll "^[0-9]+" . ""))) -}}
-{{- end -}}
-{{- $ms -}}
 {{- end }}
