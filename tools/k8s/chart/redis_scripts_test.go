@@ -17,9 +17,10 @@ import (
 // The chart's Redis scripts are plain shell files, charts/plantstore/files/redis/*.sh, which take their
 // settings from the environment; the chart writes the values in place of those references
 // (plantstore.redis.script). The tests here run each file as it is, and the copy the chart renders
-// into the Redis ConfigMap, side by side against a fake redis-cli (and a fake clock) on PATH: the
-// branches the real-Sentinel tests (find_master_test.go, switchover_test.go) cannot reach at will,
-// in milliseconds.
+// (the ConfigMap's find-master.sh and switchover.sh, the containers' commands redis.sh and
+// sentinel.sh), side by side against fakes on PATH (redis-cli, redis-server, a clock): the branches
+// the real-Sentinel tests (find_master_test.go, switchover_test.go) cannot reach at will, in
+// milliseconds.
 
 // redisScriptFile is the text of files/redis/<name>.
 func redisScriptFile(t testing.TB, name string) string {
@@ -76,7 +77,8 @@ func TestRedisScriptsRenderedFromFiles(t *testing.T) {
 			rendered := map[string]string{
 				"find-master.sh": str(conf, "data", "find-master.sh"),
 				"switchover.sh":  str(conf, "data", "switchover.sh"),
-				"sentinel.sh":    sentinelCommand(t, sts),
+				"sentinel.sh":    containerCommand(t, sts, "sentinel"),
+				"redis.sh":       containerCommand(t, sts, "redis"),
 			}
 			for script, got := range rendered {
 				file := redisScriptFile(t, script)
@@ -438,83 +440,130 @@ func TestSwitchoverScript(t *testing.T) {
 	}
 }
 
-// sentinelCommand is the script the Sentinel container runs (sh -c SCRIPT).
-func sentinelCommand(t testing.TB, sts object) string {
+// containerCommand is the script a container of the Redis pods runs (sh -c SCRIPT).
+func containerCommand(t testing.TB, sts object, name string) string {
 	t.Helper()
-	cmd := list(container(podSpec(sts), "sentinel"), "command")
+	cmd := list(container(podSpec(sts), name), "command")
 	if len(cmd) != 3 || cmd[0] != "sh" || cmd[1] != "-c" {
-		t.Fatalf("the Sentinel container's command is %v, want sh -c SCRIPT", cmd)
+		t.Fatalf("the %s container's command is %v, want sh -c SCRIPT", name, cmd)
 	}
 	return cmd[2].(string)
 }
 
+// startRun is a run of a container's start script: what it printed, how it ended, and the directory
+// its paths were mapped to.
+type startRun struct {
+	out string
+	err error
+	dir string
+}
+
+// runStartScript runs a start script as the container of pod 1 (POD_NAME plantstore-redis-1, a
+// password that needs escaping) with env added: find-master.sh (/etc/redis/find-master.sh) a stub
+// that names master, or fails when master is "", and that records whom it was asked for in
+// <dir>/asked; the directories of /run/redis and /run/sentinel mapped to <dir>; a fake redis-server
+// on PATH that prints its arguments.
+func runStartScript(t *testing.T, text string, env []string, master string) startRun {
+	t.Helper()
+	dir := t.TempDir()
+	findMaster := "echo \"$1\" > " + dir + "/asked; echo " + master
+	if master == "" {
+		findMaster = "echo 'find-master: no master named for 45s' >&2; exit 1"
+	}
+	for path, text := range map[string]string{
+		"bin/redis-server": "#!/bin/sh\necho \"redis-server $*\"\n",
+		"find-master.sh":   findMaster + "\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, path), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script := strings.NewReplacer("/etc/redis/find-master.sh", dir+"/find-master.sh", "/run/sentinel", dir, "/run/redis", dir).Replace(text)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append([]string{"PATH=" + dir + "/bin:" + os.Getenv("PATH"), "POD_NAME=plantstore-redis-1", "REDIS_PASSWORD=" + `pa"ss\word`}, env...)
+	out, err := cmd.CombinedOutput()
+	return startRun{string(out), err, dir}
+}
+
+// wantFile checks a file the script wrote: its content, and mode 0600 (they hold the password).
+func wantFile(t *testing.T, path, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != want {
+		t.Errorf("%s (%v):\n%s", filepath.Base(path), err, firstDiff(string(b), want))
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s's mode is %v, want 0600: only its user may read it", filepath.Base(path), fi.Mode().Perm())
+	}
+}
+
+// startScriptCopies are a start script's two copies: the file, its settings in the environment, and
+// the StatefulSet's, which has them written in.
+func startScriptCopies(t *testing.T, file, container string) []startScript {
+	t.Helper()
+	sts := mustRender(t, []string{sentinelValues}).get(t, "StatefulSet", "plantstore-redis")
+	env := []string{"REDIS_DOMAIN=plantstore-redis.plantstore.svc", "MASTER_NAME=plantstore", "QUORUM=2", "DOWN_AFTER_MS=5000", "FAILOVER_TIMEOUT_MS=30000"}
+	return []startScript{{"file", redisScriptFile(t, file), env}, {"rendered", containerCommand(t, sts, container), nil}}
+}
+
+type startScript struct {
+	name, text string
+	env        []string
+}
+
 // sentinel.sh, the Sentinel container's command, writes a configuration that watches the master
 // find-master.sh names, with the password escaped, readable by its user only, and runs Sentinel on
-// it; it starts none when find-master.sh fails. The file and the StatefulSet's copy, their paths
-// (/etc/redis, /run/sentinel) mapped to a directory of the test's, a fake redis-server on PATH.
+// it; it starts none when find-master.sh fails.
 func TestSentinelScript(t *testing.T) {
-	r := mustRender(t, []string{sentinelValues})
-	copies := map[string]struct {
-		text string
-		env  []string
-	}{
-		"file":     {redisScriptFile(t, "sentinel.sh"), []string{"REDIS_DOMAIN=plantstore-redis.plantstore.svc", "MASTER_NAME=plantstore", "QUORUM=2", "DOWN_AFTER_MS=5000", "FAILOVER_TIMEOUT_MS=30000"}},
-		"rendered": {sentinelCommand(t, r.get(t, "StatefulSet", "plantstore-redis")), nil},
+	me, master := scriptHosts[1], scriptHosts[0]
+	for _, c := range startScriptCopies(t, "sentinel.sh", "sentinel") {
+		t.Run(c.name, func(t *testing.T) {
+			run := runStartScript(t, c.text, c.env, master)
+			if want := "sentinel: " + me + " watches " + master + "\nredis-server " + run.dir + "/sentinel.conf --sentinel\n"; run.err != nil || run.out != want {
+				t.Fatalf("sentinel.sh ended with %v and said %q, want %q", run.err, run.out, want)
+			}
+			if asked, _ := os.ReadFile(filepath.Join(run.dir, "asked")); string(asked) != me+"\n" {
+				t.Errorf("find-master.sh was asked for %q, want %s", asked, me)
+			}
+			wantFile(t, filepath.Join(run.dir, "sentinel.conf"), strings.Join([]string{"port 26379", "dir " + run.dir,
+				"sentinel resolve-hostnames yes", "sentinel announce-hostnames yes", "sentinel announce-ip " + me,
+				"sentinel monitor plantstore " + master + " 6379 2", "sentinel down-after-milliseconds plantstore 5000",
+				"sentinel failover-timeout plantstore 30000", "sentinel parallel-syncs plantstore 1",
+				`sentinel auth-pass plantstore "pa\"ss\\word"`, `sentinel sentinel-pass "pa\"ss\\word"`, `requirepass "pa\"ss\\word"`}, "\n")+"\n")
+
+			run = runStartScript(t, c.text, c.env, "")
+			if _, err := os.Stat(filepath.Join(run.dir, "sentinel.conf")); run.err == nil || strings.Contains(run.out, "redis-server") || err == nil {
+				t.Errorf("with find-master.sh failing, sentinel.sh ended with %v, wrote a configuration (%v) and said:\n%s", run.err, err == nil, run.out)
+			}
+		})
 	}
-	const password = `pa"ss\word`
-	for name, c := range copies {
-		for _, found := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s, master found %v", name, found), func(t *testing.T) {
-				t.Parallel()
-				dir := t.TempDir()
-				findMaster := "echo \"$1\" > " + dir + "/asked; echo " + scriptHosts[0]
-				if !found {
-					findMaster = "echo 'find-master: no master named for 45s' >&2; exit 1"
+}
+
+// redis.sh, a Sentinel-mode server's command: the password, for its clients and its master, and the
+// replication settings into the files redis.conf includes, a replica of the master find-master.sh
+// names unless that is the pod itself, announced by its DNS name; no server when find-master.sh fails.
+func TestRedisStartScript(t *testing.T) {
+	me := scriptHosts[1]
+	for _, c := range startScriptCopies(t, "redis.sh", "redis") {
+		t.Run(c.name, func(t *testing.T) {
+			for _, tc := range []struct{ master, says, replication string }{
+				{scriptHosts[0], "replica of " + scriptHosts[0], "replica-announce-ip " + me + "\nreplicaof " + scriptHosts[0] + " 6379\n"},
+				{me, "master", "replica-announce-ip " + me + "\n"},
+			} {
+				run := runStartScript(t, c.text, c.env, tc.master)
+				if want := "redis: " + me + " starts as " + tc.says + "\nredis-server /etc/redis/redis.conf\n"; run.err != nil || run.out != want {
+					t.Fatalf("redis.sh ended with %v and said %q, want %q", run.err, run.out, want)
 				}
-				for path, text := range map[string]string{
-					"bin/redis-server": "#!/bin/sh\necho \"redis-server $*\"\n",
-					"find-master.sh":   findMaster + "\n",
-				} {
-					if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(filepath.Join(dir, path), []byte(text), 0o755); err != nil {
-						t.Fatal(err)
-					}
-				}
-				script := strings.NewReplacer("/etc/redis/find-master.sh", dir+"/find-master.sh", "/run/sentinel", dir).Replace(c.text)
-				cmd := exec.Command("sh", "-c", script)
-				cmd.Env = append([]string{"PATH=" + dir + "/bin:" + os.Getenv("PATH"), "POD_NAME=plantstore-redis-1", "REDIS_PASSWORD=" + password}, c.env...)
-				out, err := cmd.CombinedOutput()
-				conf, readErr := os.ReadFile(filepath.Join(dir, "sentinel.conf"))
-				if !found {
-					if err == nil || strings.Contains(string(out), "redis-server") || readErr == nil {
-						t.Fatalf("with find-master.sh failing, sentinel.sh ended with %v, wrote a configuration (%v) and said:\n%s", err, readErr == nil, out)
-					}
-					return
-				}
-				if err != nil || readErr != nil {
-					t.Fatalf("sentinel.sh: %v, %v\n%s", err, readErr, out)
-				}
-				me := scriptHosts[1]
-				if want := "sentinel: " + me + " watches " + scriptHosts[0] + "\nredis-server " + dir + "/sentinel.conf --sentinel\n"; string(out) != want {
-					t.Errorf("sentinel.sh said %q, want %q", out, want)
-				}
-				if asked, _ := os.ReadFile(filepath.Join(dir, "asked")); string(asked) != me+"\n" {
-					t.Errorf("find-master.sh was asked for %q, want %s", asked, me)
-				}
-				want := strings.Join([]string{"port 26379", "dir " + dir, "sentinel resolve-hostnames yes", "sentinel announce-hostnames yes",
-					"sentinel announce-ip " + me, "sentinel monitor plantstore " + scriptHosts[0] + " 6379 2",
-					"sentinel down-after-milliseconds plantstore 5000", "sentinel failover-timeout plantstore 30000",
-					"sentinel parallel-syncs plantstore 1", `sentinel auth-pass plantstore "pa\"ss\\word"`,
-					`sentinel sentinel-pass "pa\"ss\\word"`, `requirepass "pa\"ss\\word"`}, "\n") + "\n"
-				if string(conf) != want {
-					t.Errorf("sentinel.conf:\n%s", firstDiff(string(conf), want))
-				}
-				if fi, err := os.Stat(filepath.Join(dir, "sentinel.conf")); err != nil || fi.Mode().Perm() != 0o600 {
-					t.Errorf("sentinel.conf's mode is %v (%v), want 0600: it holds the password", fi.Mode().Perm(), err)
-				}
-			})
-		}
+				wantFile(t, filepath.Join(run.dir, "auth.conf"), `requirepass "pa\"ss\\word"`+"\n"+`masterauth "pa\"ss\\word"`+"\n")
+				wantFile(t, filepath.Join(run.dir, "replication.conf"), tc.replication)
+			}
+			run := runStartScript(t, c.text, c.env, "")
+			if _, err := os.Stat(filepath.Join(run.dir, "replication.conf")); run.err == nil || strings.Contains(run.out, "redis-server") || err == nil {
+				t.Errorf("with find-master.sh failing, redis.sh ended with %v, wrote replication.conf (%v) and said:\n%s", run.err, err == nil, run.out)
+			}
+		})
 	}
 }
