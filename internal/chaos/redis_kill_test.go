@@ -15,7 +15,7 @@ import (
 )
 
 // chartRedisArgs are the persistence settings of the chart's Redis
-// (charts/plantstore/templates/_helpers.tpl, plantstore.redis.conf), with the
+// (charts/plantstore/templates/_redis.tpl, plantstore.redis.conf), with the
 // appendfsync policy read from the chart's values.yaml, so that the scenario
 // tests the durability the chart promises, whatever its default becomes.
 func chartRedisArgs(t *testing.T) []string {
