@@ -36,8 +36,8 @@ func TestFirstMerged(t *testing.T) {
 		var all []string
 		for range rng.IntN(400) {
 			id := int64(rng.Uint64())
-			m := indexMember(id)
-			lists[shard(id)] = append(lists[shard(id)], m)
+			m := IndexMember(id)
+			lists[ShardOf(id)] = append(lists[ShardOf(id)], m)
 			all = append(all, m)
 		}
 		for _, l := range lists {

@@ -94,13 +94,13 @@ func (r *Redis) RecordEvents(rec *Recording) *Redis {
 // When replicas must acknowledge, the script also writes a replayed plant
 // again (createScript).
 func (r *Redis) createCall(ctx context.Context, p plant.Plant, value []byte) (*redis.Script, []string, []any, error) {
-	script, keys, args := createScript, r.createKeys(p.ID), []any{value, indexMember(p.ID)}
+	script, keys, args := createScript, r.createKeys(p.ID), []any{value, IndexMember(p.ID)}
 	if r.recording.On() {
 		envelope, err := newEventRecord(ctx, EventCreated, p.ID)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		script, keys, args = createEventScript, append(keys, r.EventsKey(shard(p.ID))), append(args, envelope)
+		script, keys, args = createEventScript, append(keys, r.EventsKey(ShardOf(p.ID))), append(args, envelope)
 	}
 	if r.acks > 0 {
 		args = append(args, "1")
@@ -111,6 +111,32 @@ func (r *Redis) createCall(ctx context.Context, p plant.Plant, value []byte) (*r
 type storedPlant struct {
 	Name string  `json:"name"`
 	Tag  *string `json:"tag,omitempty"`
+}
+
+// Fill stores the plants plantOf(0) to plantOf(n-1) and indexes them, as
+// creates leave them, pipelined and without the create's checks or events:
+// for benchmarks and tools that need a large store quickly. It overwrites
+// what is there.
+func Fill(ctx context.Context, rdb redis.Cmdable, prefix string, n int, plantOf func(i int) plant.Plant) error {
+	const batch = 5000 // plants a pipeline
+	for lo := 0; lo < n; lo += batch {
+		_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i := lo; i < min(lo+batch, n); i++ {
+				p := plantOf(i)
+				value, err := json.Marshal(storedPlant{Name: p.Name, Tag: p.Tag})
+				if err != nil {
+					return fmt.Errorf("encoding plant %d: %w", p.ID, err)
+				}
+				pipe.Set(ctx, PlantKey(prefix, p.ID), value, 0)
+				pipe.ZAdd(ctx, PlantIndexKey(prefix, p.ID), redis.Z{Member: IndexMember(p.ID)})
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("filling plants %d to %d of %d: %w", lo, min(lo+batch, n)-1, n, err)
+		}
+	}
+	return nil
 }
 
 // Create implements plant.Repository with one script (createScript): it

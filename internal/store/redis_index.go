@@ -23,7 +23,7 @@ const Shards = 16
 // tag shardTags[s], so a plant and its shard's index share one slot:
 //
 //	<prefix>plants:{s07.1}:<id>     the plant's JSON, as 1.0.0 stored it
-//	<prefix>plants:{s07.1}:index    sorted set, every score 0, members indexMember(id)
+//	<prefix>plants:{s07.1}:index    sorted set, every score 0, members IndexMember(id)
 //
 // Tag s hashes into the s-th sixteenth of the 16384 Cluster slots, so that a
 // Cluster whose masters own equal runs of slots (as redis-cli --cluster
@@ -34,9 +34,9 @@ var shardTags = [Shards]string{
 	"{s08.0}", "{s09.3}", "{s10.22}", "{s11.21}", "{s12.2}", "{s13.1}", "{s14.41}", "{s15.42}",
 }
 
-func shard(id int64) int { return int(uint64(id) % Shards) }
+func ShardOf(id int64) int { return int(uint64(id) % Shards) }
 
-func shardTag(id int64) string { return shardTags[shard(id)] }
+func shardTag(id int64) string { return shardTags[ShardOf(id)] }
 
 // PlantKey is the Redis key of a plant id under prefix: the one place that
 // names it, for the tests and tools that look into a store.
@@ -69,14 +69,14 @@ func PlantIndexKey(prefix string, id int64) string {
 }
 
 func (r *Redis) createKeys(id int64) []string {
-	return []string{r.Key(id), r.indexKeys[shard(id)]}
+	return []string{r.Key(id), r.indexKeys[ShardOf(id)]}
 }
 
-// indexMember encodes id so that byte order is int64 order: the sign bit
+// IndexMember encodes id so that byte order is int64 order: the sign bit
 // flipped, as 16 lower-case hex digits. Sorted-set scores are doubles and
 // cannot tell 2^53 from 2^53+1, so the index orders members by their bytes
 // (ZRANGE BYLEX, every score 0) instead.
-func indexMember(id int64) string {
+func IndexMember(id int64) string {
 	const digits = "0123456789abcdef"
 	u := uint64(id) ^ (1 << 63)
 	var b [16]byte
@@ -109,8 +109,8 @@ func firstMerged(lists [][]string, n int) []string {
 	return out
 }
 
-// parseIndexMember is indexMember's inverse.
-func parseIndexMember(m string) (int64, error) {
+// ParseIndexMember is IndexMember's inverse.
+func ParseIndexMember(m string) (int64, error) {
 	if len(m) != 16 {
 		return 0, fmt.Errorf("index member %q: not 16 hex digits", m)
 	}
@@ -269,13 +269,13 @@ func decodePlant(id int64, v []byte) (plant.Plant, error) {
 // retried answers ErrNotFound although it removed the plant; the plant is
 // gone either way.
 func (r *Redis) Delete(ctx context.Context, id int64) error {
-	script, keys, args := deleteScript, r.createKeys(id), []any{indexMember(id)}
+	script, keys, args := deleteScript, r.createKeys(id), []any{IndexMember(id)}
 	if r.recording.On() {
 		envelope, err := newEventRecord(ctx, EventDeleted, id)
 		if err != nil {
 			return err
 		}
-		script, keys, args = deleteEventScript, append(keys, r.EventsKey(shard(id))), append(args, envelope)
+		script, keys, args = deleteEventScript, append(keys, r.EventsKey(ShardOf(id))), append(args, envelope)
 	}
 	if r.acks > 0 {
 		return r.deleteAcknowledged(ctx, id, script, keys, args)
@@ -387,7 +387,7 @@ func (r *Redis) confirmRead(ctx context.Context, client redis.Cmdable) error {
 func (r *Redis) list(ctx context.Context, client redis.Cmdable, after *int64, limit int) (plant.Page, error) {
 	start := "-"
 	if after != nil {
-		start = "(" + indexMember(*after)
+		start = "(" + IndexMember(*after)
 	}
 	ranges := make([]*redis.StringSliceCmd, Shards)
 	_, err := client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -401,7 +401,7 @@ func (r *Redis) list(ctx context.Context, client redis.Cmdable, after *int64, li
 	if err != nil {
 		return plant.Page{}, classify(fmt.Errorf("reading the listing indexes: %w", err))
 	}
-	// Members sort as their ids do (indexMember), and each shard answered
+	// Members sort as their ids do (IndexMember), and each shard answered
 	// its own in order: the page is the first limit of their merge. Only
 	// those are parsed, not the limit+1 that each of the 16 shards answered.
 	shards := make([][]string, Shards)
@@ -416,7 +416,7 @@ func (r *Redis) list(ctx context.Context, client redis.Cmdable, after *int64, li
 	}
 	ids := make([]int64, len(members))
 	for i, m := range members {
-		id, err := parseIndexMember(m)
+		id, err := ParseIndexMember(m)
 		if err != nil {
 			return plant.Page{}, err
 		}
@@ -426,7 +426,7 @@ func (r *Redis) list(ctx context.Context, client redis.Cmdable, after *int64, li
 
 	byShard := make([][]int64, Shards)
 	for _, id := range ids {
-		byShard[shard(id)] = append(byShard[shard(id)], id)
+		byShard[ShardOf(id)] = append(byShard[ShardOf(id)], id)
 	}
 	values := make(map[int64]*redis.SliceCmd, Shards)
 	_, err = client.Pipelined(ctx, func(pipe redis.Pipeliner) error {

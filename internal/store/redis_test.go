@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +75,66 @@ func TestRedisKeyLayout(t *testing.T) {
 	}
 	if n, err := srv.Client().DBSize(ctx).Result(); err != nil || n != 0 {
 		t.Fatalf("%d keys after deleting the only plant (%v); an empty index must vanish too", n, err)
+	}
+}
+
+// TestFill: Fill leaves plants as creates do, the same keys, values and
+// index members, so the store reads and pages through them.
+func TestFill(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	tag := "tropical"
+	plantOf := func(i int) plant.Plant {
+		p := plant.Plant{ID: int64(i) - 20, Name: "Monstera"}
+		if i%2 == 0 {
+			p.Tag = &tag
+		}
+		return p
+	}
+	created := store.NewRedis(rdb, "created:")
+	for i := range 45 {
+		if _, _, err := created.Create(ctx, plantOf(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Fill(ctx, rdb, "filled:", 45, plantOf); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 45 {
+		id := plantOf(i).ID
+		want, got := rdb.Get(ctx, store.PlantKey("created:", id)).Val(), rdb.Get(ctx, store.PlantKey("filled:", id)).Val()
+		if got == "" || got != want {
+			t.Errorf("plant %d: filled %q, created %q", id, got, want)
+		}
+	}
+	for s := range store.Shards {
+		want := rdb.ZRangeWithScores(ctx, store.PlantIndexKey("created:", int64(s)), 0, -1).Val()
+		got := rdb.ZRangeWithScores(ctx, store.PlantIndexKey("filled:", int64(s)), 0, -1).Val()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("index of shard %d: filled %v, created %v", s, got, want)
+		}
+	}
+	page, err := store.NewRedis(rdb, "filled:").List(ctx, nil, 100)
+	if err != nil || len(page.Plants) != 45 || page.Plants[0].ID != -20 || page.Plants[44].ID != 24 || page.More {
+		t.Fatalf("a page of the filled store: %d plants, more %v, %v; want ids -20 to 24", len(page.Plants), page.More, err)
+	}
+}
+
+// The index members of the int64 range's ends, and members that are not one.
+func TestIndexMember(t *testing.T) {
+	for id, m := range map[int64]string{math.MinInt64: "0000000000000000", -1: "7fffffffffffffff", 0: "8000000000000000", math.MaxInt64: "ffffffffffffffff"} {
+		if got := store.IndexMember(id); got != m {
+			t.Errorf("IndexMember(%d) = %s, want %s", id, got, m)
+		}
+		if got, err := store.ParseIndexMember(m); err != nil || got != id {
+			t.Errorf("ParseIndexMember(%s) = %d, %v, want %d", m, got, err, id)
+		}
+	}
+	for _, m := range []string{"", "800000000000000", "80000000000000000", "800000000000000g"} {
+		if _, err := store.ParseIndexMember(m); err == nil {
+			t.Errorf("ParseIndexMember(%q): no error", m)
+		}
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"math"
 	"time"
 
-	"github.com/plantstore/plantstore/tools/bench/internal/layout"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/tools/bench/internal/load"
 	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
@@ -59,7 +62,7 @@ func (h *harness) routes(ctx context.Context, round int, tag string, rd report.R
 		return fmt.Errorf("the routes need the floor and the service, running %d of them", len(order))
 	}
 	began := time.Now()
-	if err := layout.Fill(ctx, h.rdb, keyPrefix, fillFirst, h.opts.routeFill); err != nil {
+	if err := fill(ctx, h.rdb, fillFirst, h.opts.routeFill); err != nil {
 		return err
 	}
 	h.logf("%s stored %d plants for the reads in %s", tag, h.opts.routeFill, time.Since(began).Round(time.Millisecond))
@@ -70,7 +73,7 @@ func (h *harness) routes(ctx context.Context, round int, tag string, rd report.R
 			var del *load.Delete
 			if name == report.RouteDelete {
 				first := deleteFirst + int64(i)*pool
-				if err := layout.Fill(ctx, h.rdb, keyPrefix, first, pool); err != nil {
+				if err := fill(ctx, h.rdb, first, pool); err != nil {
 					return err
 				}
 				del = load.NewDelete(first, pool)
@@ -119,4 +122,13 @@ func (h *harness) routePhase(ctx context.Context, r *running, route load.Route) 
 		P50:      stats.Millis(l.P50), P99: stats.Millis(l.P99),
 		Bad: res.Bad, Errors: res.Errors, Statuses: res.Statuses, FirstError: res.FirstError,
 	}, nil
+}
+
+// fill stores n plants with ids from first on, as the service's creates
+// leave them (the service's own store.Fill), for the reads and deletes.
+func fill(ctx context.Context, rdb redis.Cmdable, first, n int64) error {
+	tag := "tropical"
+	return store.Fill(ctx, rdb, keyPrefix, int(n), func(i int) plant.Plant {
+		return plant.Plant{ID: first + int64(i), Name: "Monstera", Tag: &tag}
+	})
 }

@@ -7,7 +7,7 @@
 // the harness can time its start-up the way it times the service's.
 //
 // API 1.1.0's routes do the same Redis work as the service, on its key
-// layout (internal/layout), so that they read what the service created:
+// layout (the service's own internal/store names its keys), so that they read what the service created:
 // GET /plants/{id} one GET and one decode; GET /plants?limit=N one pipeline
 // of a ZRANGE BYLEX per shard, a merge, one pipeline of MGETs, and a Link to
 // the next page whose cursor is the last id in decimal; DELETE /plants/{id}
@@ -36,7 +36,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/plantstore/plantstore/tools/bench/internal/layout"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
 type createRequest struct {
@@ -111,7 +111,7 @@ func (f *floor) get(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad id", http.StatusBadRequest)
 		return
 	}
-	v, err := f.rdb.Get(r.Context(), layout.PlantKey(f.prefix, id)).Bytes()
+	v, err := f.rdb.Get(r.Context(), store.PlantKey(f.prefix, id)).Bytes()
 	switch {
 	case errors.Is(err, redis.Nil):
 		http.Error(w, "no such plant", http.StatusNotFound)
@@ -128,14 +128,22 @@ func (f *floor) get(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, plantBody{ID: id, Name: p.Name, Tag: p.Tag})
 }
 
+// deleteScript removes a plant and its index entry in one step, as the
+// service's delete does; it returns 1 when the plant was there.
+var deleteScript = redis.NewScript(`
+if redis.call('DEL', KEYS[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+`)
+
 func (f *floor) remove(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
 		http.Error(w, "bad id", http.StatusBadRequest)
 		return
 	}
-	n, err := layout.DeleteScript.Run(r.Context(), f.rdb,
-		[]string{layout.PlantKey(f.prefix, id), layout.IndexKey(f.prefix, layout.Shard(id))}, layout.IndexMember(id)).Int()
+	n, err := deleteScript.Run(r.Context(), f.rdb,
+		[]string{store.PlantKey(f.prefix, id), store.PlantIndexKey(f.prefix, id)}, store.IndexMember(id)).Int()
 	switch {
 	case err != nil:
 		http.Error(w, "store unavailable", http.StatusServiceUnavailable)
@@ -165,13 +173,13 @@ func (f *floor) list(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "bad cursor", http.StatusBadRequest)
 			return
 		}
-		start = "(" + layout.IndexMember(after)
+		start = "(" + store.IndexMember(after)
 	}
-	ranges := make([]*redis.StringSliceCmd, layout.Shards)
+	ranges := make([]*redis.StringSliceCmd, store.Shards)
 	if _, err := f.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for s := range layout.Shards {
+		for s := range store.Shards {
 			ranges[s] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{
-				Key: layout.IndexKey(f.prefix, s), Start: start, Stop: "+", ByLex: true, Count: int64(limit) + 1,
+				Key: store.PlantIndexKey(f.prefix, int64(s)), Start: start, Stop: "+", ByLex: true, Count: int64(limit) + 1,
 			})
 		}
 		return nil
@@ -182,7 +190,7 @@ func (f *floor) list(w http.ResponseWriter, r *http.Request) {
 	var ids []int64
 	for _, cmd := range ranges {
 		for _, m := range cmd.Val() {
-			id, err := layout.ParseIndexMember(m)
+			id, err := store.ParseIndexMember(m)
 			if err != nil {
 				http.Error(w, "bad index", http.StatusInternalServerError)
 				return
@@ -195,11 +203,11 @@ func (f *floor) list(w http.ResponseWriter, r *http.Request) {
 	ids = ids[:min(len(ids), limit)]
 	body := make([]plantBody, 0, len(ids))
 	if len(ids) > 0 {
-		byShard := make([][]int64, layout.Shards)
+		byShard := make([][]int64, store.Shards)
 		for _, id := range ids {
-			byShard[layout.Shard(id)] = append(byShard[layout.Shard(id)], id)
+			byShard[store.ShardOf(id)] = append(byShard[store.ShardOf(id)], id)
 		}
-		values := make([]*redis.SliceCmd, layout.Shards)
+		values := make([]*redis.SliceCmd, store.Shards)
 		if _, err := f.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for s, shardIDs := range byShard {
 				if len(shardIDs) == 0 {
@@ -207,7 +215,7 @@ func (f *floor) list(w http.ResponseWriter, r *http.Request) {
 				}
 				keys := make([]string, len(shardIDs))
 				for i, id := range shardIDs {
-					keys[i] = layout.PlantKey(f.prefix, id)
+					keys[i] = store.PlantKey(f.prefix, id)
 				}
 				values[s] = pipe.MGet(ctx, keys...)
 			}

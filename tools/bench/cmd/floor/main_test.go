@@ -17,7 +17,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/plantstore/plantstore/tools/bench/internal/layout"
+	domain "github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/store"
 )
 
 // startRedis starts a throw-away redis-server on a free loopback port.
@@ -150,7 +151,8 @@ func TestFloorResourceRoutes(t *testing.T) {
 	defer rdb.Close()
 	ctx := context.Background()
 	const prefix = "plantstore:"
-	if err := layout.Fill(ctx, rdb, prefix, -20, 45); err != nil { // ids -20 to 24
+	tropical := "tropical"
+	if err := store.Fill(ctx, rdb, prefix, 45, func(i int) domain.Plant { return domain.Plant{ID: int64(i) - 20, Name: "Monstera", Tag: &tropical} }); err != nil { // ids -20 to 24
 		t.Fatal(err)
 	}
 	h := (&floor{rdb: rdb, prefix: prefix}).routes()
