@@ -39,6 +39,7 @@ import (
 
 	plantclient "github.com/plantstore/plantstore/api/client"
 
+	"github.com/plantstore/plantstore/internal/tlsca"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -84,7 +85,7 @@ func main() {
 	}
 	o.token = token
 	if o.caFile != "" {
-		if o.roots, err = readRoots(o.caFile); err != nil {
+		if o.roots, err = tlsca.Pool(o.caFile); err != nil {
 			fmt.Fprintln(os.Stderr, "k8s-load:", err)
 			os.Exit(2)
 		}
@@ -115,19 +116,6 @@ type options struct {
 	verifyFor             time.Duration
 	maxInFlight           int
 	retries               int
-}
-
-// readRoots is a pool of the PEM certificates in a file.
-func readRoots(path string) (*x509.CertPool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("%s: no PEM certificate", path)
-	}
-	return pool, nil
 }
 
 // firstToken is the first raw token of a tokens file: comments, blank lines
