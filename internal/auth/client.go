@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/linefile"
 )
 
 // Scope is a set of permissions a token grants.
@@ -165,13 +167,15 @@ var errBlank = errors.New("blank line")
 // "#" starts a comment. A line with no token answers errBlank. Errors never
 // quote the line: it may hold a token.
 func ParseLine(line string, now time.Time) (Digest, Client, error) {
-	if i := strings.IndexByte(line, '#'); i >= 0 {
-		line = line[:i]
-	}
-	fields := strings.Fields(line)
+	fields := linefile.Fields(line)
 	if len(fields) == 0 {
 		return Digest{}, Client{}, errBlank
 	}
+	return parseLineFields(fields, now)
+}
+
+// parseLineFields is ParseLine of a line's fields, at least one.
+func parseLineFields(fields []string, now time.Time) (Digest, Client, error) {
 	d, err := parseToken(fields[0])
 	if err != nil {
 		return Digest{}, Client{}, err

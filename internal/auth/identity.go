@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/linefile"
 )
 
 // Identity is who a verified JWT says its bearer is. The JWT verifier
@@ -103,13 +105,15 @@ func isIdentityLine(first string) bool {
 // subject=, claim= or both (both must hold). "#" starts a comment. Errors
 // never quote the line.
 func ParseIdentityLine(line string) (identityRule, error) {
-	if i := strings.IndexByte(line, '#'); i >= 0 {
-		line = line[:i]
-	}
-	fields := strings.Fields(line)
+	fields := linefile.Fields(line)
 	if len(fields) == 0 {
 		return identityRule{}, errBlank
 	}
+	return parseIdentityFields(fields)
+}
+
+// parseIdentityFields is ParseIdentityLine of a line's fields, at least one.
+func parseIdentityFields(fields []string) (identityRule, error) {
 	const known = "issuer=, subject=, claim=, name=, scopes=, rate=, burst="
 	var r identityRule
 	c := Client{Scopes: AllScopes}

@@ -4,7 +4,6 @@
 package auth
 
 import (
-	"bufio"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -13,8 +12,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/linefile"
 )
 
 // Digest is the SHA-256 digest of a token.
@@ -148,44 +148,41 @@ func ParseTokens(r io.Reader, now time.Time) (TokenSet, error) {
 	first := map[Digest]seen{}              // each token's first line
 	firstIdentity := map[identityRule]int{} // each identity's first rule, by its match alone
 	var identityLines []int                 // the line of each rule
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		if fields := strings.Fields(sc.Text()); len(fields) > 0 && isIdentityLine(fields[0]) {
-			rule, err := ParseIdentityLine(sc.Text())
+	err := linefile.Read(r, func(n int, fields []string) error {
+		if isIdentityLine(fields[0]) {
+			rule, err := parseIdentityFields(fields)
 			if err != nil {
-				return TokenSet{}, fmt.Errorf("line %d: %w", n, err)
+				return err
 			}
 			match := identityRule{issuer: rule.issuer, subject: rule.subject, claimName: rule.claimName, claimWant: rule.claimWant}
 			if f, ok := firstIdentity[match]; ok {
 				if *s.identities[f].client != *rule.client {
-					return TokenSet{}, fmt.Errorf("line %d: the identity of line %d again, with other attributes", n, identityLines[f])
+					return fmt.Errorf("the identity of line %d again, with other attributes", identityLines[f])
 				}
 			} else {
 				firstIdentity[match] = len(s.identities)
 			}
 			s.identities = append(s.identities, rule)
 			identityLines = append(identityLines, n)
-			continue
+			return nil
 		}
-		d, c, err := ParseLine(sc.Text(), now)
-		switch {
-		case errors.Is(err, errBlank):
-			continue
-		case err != nil:
-			return TokenSet{}, fmt.Errorf("line %d: %w", n, err)
+		d, c, err := parseLineFields(fields, now)
+		if err != nil {
+			return err
 		}
 		if f, ok := first[d]; ok {
 			if f.client != c {
-				return TokenSet{}, fmt.Errorf("line %d: the token of line %d again, with other attributes", n, f.line)
+				return fmt.Errorf("the token of line %d again, with other attributes", f.line)
 			}
 		} else {
 			first[d] = seen{n, c}
 		}
 		s.digests = append(s.digests, d)
 		s.clients = append(s.clients, &c)
-	}
-	if err := sc.Err(); err != nil {
-		return TokenSet{}, fmt.Errorf("reading tokens: %w", err)
+		return nil
+	})
+	if err != nil {
+		return TokenSet{}, err
 	}
 	if len(s.digests) == 0 && len(s.identities) == 0 {
 		return TokenSet{}, ErrNoTokens

@@ -5,7 +5,6 @@
 package oidcauth
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/plantstore/plantstore/internal/linefile"
 )
 
 // Options configure the verifier. No issuer means no JWT is accepted and
@@ -84,28 +85,20 @@ var ErrNoIssuers = errors.New("no issuer in the file")
 func ParseIssuers(r io.Reader) ([]IssuerOptions, error) {
 	var issuers []IssuerOptions
 	seen := map[string]int{}
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
+	err := linefile.Read(r, func(n int, fields []string) error {
 		iss, err := parseIssuer(fields)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n, err)
+			return err
 		}
 		if first, ok := seen[iss.URL]; ok {
-			return nil, fmt.Errorf("line %d: the issuer of line %d again", n, first)
+			return fmt.Errorf("the issuer of line %d again", first)
 		}
 		seen[iss.URL] = n
 		issuers = append(issuers, iss)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading issuers: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(issuers) == 0 {
 		return nil, ErrNoIssuers

@@ -1,22 +1,22 @@
 package webhook
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/plantstore/plantstore/internal/filewatch"
+	"github.com/plantstore/plantstore/internal/linefile"
 )
 
 // Subscriber is one line of the subscribers file.
@@ -48,35 +48,26 @@ func ParseSubscribers(r io.Reader) ([]Subscriber, error) {
 	var subs []Subscriber
 	seen := map[string]int{}
 	names := map[string]int{}
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
+	err := linefile.Read(r, func(n int, fields []string) error {
 		if len(fields) < 2 || len(fields) > 3 {
-			return nil, fmt.Errorf("line %d: want `URL secret [secret]`, got %d fields", n, len(fields))
+			return fmt.Errorf("want `URL secret [secret]`, got %d fields", len(fields))
 		}
 		u, err := url.Parse(fields[0])
 		if err != nil {
-			return nil, fmt.Errorf("line %d: the URL does not parse", n) // the error would quote it, credentials and all
+			return errors.New("the URL does not parse") // the error would quote it, credentials and all
 		}
 		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Fragment != "" {
-			return nil, fmt.Errorf("line %d: the URL must be absolute http:// or https:// with a host and no fragment", n)
+			return errors.New("the URL must be absolute http:// or https:// with a host and no fragment")
 		}
 		if first, dup := seen[u.String()]; dup {
-			return nil, fmt.Errorf("line %d: the URL of line %d again", n, first)
+			return fmt.Errorf("the URL of line %d again", first)
 		}
 		seen[u.String()] = n
 		sub := Subscriber{URL: u}
 		for i, s := range fields[1:] {
 			key, err := ParseSecret(s)
 			if err != nil {
-				return nil, fmt.Errorf("line %d, secret %d: %w", n, i+1, err)
+				return fmt.Errorf("secret %d: %w", i+1, err)
 			}
 			sub.Secrets = append(sub.Secrets, key)
 		}
@@ -88,11 +79,12 @@ func ParseSubscribers(r io.Reader) ([]Subscriber, error) {
 		}
 		subs = append(subs, sub)
 		if len(subs) > maxSubscribers {
-			return nil, fmt.Errorf("line %d: more than %d subscribers", n, maxSubscribers)
+			return fmt.Errorf("more than %d subscribers", maxSubscribers)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the subscribers: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return subs, nil
 }

@@ -45,8 +45,8 @@ func TestParseSubscribers(t *testing.T) {
 		{"relative URL", "# c\n/hooks " + a, "line 2: the URL must be absolute"},
 		{"ftp", "ftp://x.example/ " + a, "line 1: the URL must be absolute http"},
 		{"no host", "http:///p " + a, "line 1: the URL must be absolute"},
-		{"bad secret", "\n\nhttps://x.example/ whsec_short", "line 3, secret 1:"},
-		{"raw secret", "https://x.example/ " + strings.TrimPrefix(a, "whsec_"), "line 1, secret 1: a secret must start with whsec_"},
+		{"bad secret", "\n\nhttps://x.example/ whsec_short", "line 3: secret 1:"},
+		{"raw secret", "https://x.example/ " + strings.TrimPrefix(a, "whsec_"), "line 1: secret 1: a secret must start with whsec_"},
 		{"duplicate URL", "https://x.example/ " + a + "\nhttps://x.example/ " + b, "line 2: the URL of line 1 again"},
 		{"unparsable URL", "http://x.example/%zz " + a, "line 1: the URL does not parse"},
 	} {
