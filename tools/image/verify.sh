@@ -184,7 +184,7 @@ listening() { sed -n "s/.*$1 listening.*\"addr\": *\"\([^\"]*\)\".*/\1/p" "$work
 ready='' api='' admin=''
 for _ in $(seq 1 300); do
   api=$(listening API) admin=$(listening admin)
-  if [ -n "$admin" ] && curl -fsS -o /dev/null "http://$admin/readyz" 2>/dev/null; then ready=1; break; fi
+  if [ -n "$api" ] && [ -n "$admin" ] && curl -fsS -o /dev/null "http://$admin/readyz" 2>/dev/null; then ready=1; break; fi
   kill -0 "$server_pid" 2>/dev/null || break
   sleep 0.1
 done
