@@ -14,7 +14,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/hashicorp/golang-lru/v2/expirable"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -37,8 +37,9 @@ type Verifier struct {
 	// cache remembers verified tokens by their SHA-256, so that steady
 	// traffic pays a hash and a lookup, not a signature check. Only tokens
 	// that verified get in; past CacheSize the least recently used are
-	// forgotten. The LRU's own TTL is off: each entry has its token's.
-	cache   *expirable.LRU[[sha256.Size]byte, *entry]
+	// forgotten. Each entry carries its own token's expiry, so the cache
+	// needs no TTL of its own.
+	cache   *lru.Cache[[sha256.Size]byte, *entry]
 	metrics *metrics
 
 	cancel context.CancelFunc
@@ -70,9 +71,12 @@ func newVerifier(o Options, log *zap.Logger, reg prometheus.Registerer, tp trace
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	cache, err := lru.New[[sha256.Size]byte, *entry](o.CacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("JWT cache: %w", err)
+	}
 	base, cancel := context.WithCancel(context.Background())
-	v := &Verifier{issuers: map[string]*issuer{}, opts: o, now: now, cancel: cancel,
-		cache: expirable.NewLRU[[sha256.Size]byte, *entry](o.CacheSize, nil, 0)}
+	v := &Verifier{issuers: map[string]*issuer{}, opts: o, now: now, cancel: cancel, cache: cache}
 	m, err := newMetrics(reg, v.cache.Len)
 	if err != nil {
 		cancel()
