@@ -401,3 +401,39 @@ func TestMigrateSettleRedisRestart(t *testing.T) {
 		t.Fatalf("Get(5): %v", err)
 	}
 }
+
+// TestFillLegacy: FillLegacy leaves plants as 1.0.0 stored them, keys and
+// values, so the migration moves every one and the store reads them.
+func TestFillLegacy(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	rdb := srv.Client()
+	tag := "tropical"
+	plantOf := func(i int) plant.Plant {
+		p := plant.Plant{ID: int64(i)*977 - 5000, Name: fmt.Sprintf("p%d", i)}
+		if i%2 == 0 {
+			p.Tag = &tag
+		}
+		return p
+	}
+	const n = 5003 // a full pipeline and a part
+	if err := store.FillLegacy(ctx, rdb, "plantstore:", n, plantOf); err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.Get(ctx, store.LegacyPlantKey("plantstore:", plantOf(0).ID)).Val(); got != `{"name":"p0","tag":"tropical"}` {
+		t.Errorf("1.0.0 value of plant 0: %q", got)
+	}
+	r := store.NewRedis(rdb, "plantstore:")
+	res, err := r.MigrateLegacy(ctx)
+	if err != nil || res.Moved != n || res.Already != 0 || len(res.Conflicts) != 0 {
+		t.Fatalf("MigrateLegacy = %+v, %v; want %d moved", res, err, n)
+	}
+	for _, i := range []int{0, 1, n - 1} {
+		if got, err := r.Get(ctx, plantOf(i).ID); err != nil || !got.SameContent(plantOf(i)) {
+			t.Errorf("plant %d after the migration: %+v, %v", i, got, err)
+		}
+	}
+	if k := legacyKeys(t, rdb); k != 0 {
+		t.Errorf("%d 1.0.0 keys left", k)
+	}
+}

@@ -118,6 +118,24 @@ type storedPlant struct {
 // for benchmarks and tools that need a large store quickly. It overwrites
 // what is there.
 func Fill(ctx context.Context, rdb redis.Cmdable, prefix string, n int, plantOf func(i int) plant.Plant) error {
+	return fillPipelined(ctx, rdb, n, plantOf, func(pipe redis.Pipeliner, id int64, value []byte) {
+		pipe.Set(ctx, PlantKey(prefix, id), value, 0)
+		pipe.ZAdd(ctx, PlantIndexKey(prefix, id), redis.Z{Member: IndexMember(id)})
+	})
+}
+
+// FillLegacy stores the plants plantOf(0) to plantOf(n-1) as version 1.0.0
+// did (LegacyPlantKey, no index), pipelined: the store MigrateLegacy moves,
+// for benchmarks of the migration. It overwrites what is there.
+func FillLegacy(ctx context.Context, rdb redis.Cmdable, prefix string, n int, plantOf func(i int) plant.Plant) error {
+	return fillPipelined(ctx, rdb, n, plantOf, func(pipe redis.Pipeliner, id int64, value []byte) {
+		pipe.Set(ctx, LegacyPlantKey(prefix, id), value, 0)
+	})
+}
+
+// fillPipelined queues the writes of each plant, encoded as the service stores it,
+// in pipelines of 5000 plants.
+func fillPipelined(ctx context.Context, rdb redis.Cmdable, n int, plantOf func(i int) plant.Plant, queue func(pipe redis.Pipeliner, id int64, value []byte)) error {
 	const batch = 5000 // plants a pipeline
 	for lo := 0; lo < n; lo += batch {
 		_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
@@ -127,8 +145,7 @@ func Fill(ctx context.Context, rdb redis.Cmdable, prefix string, n int, plantOf 
 				if err != nil {
 					return fmt.Errorf("encoding plant %d: %w", p.ID, err)
 				}
-				pipe.Set(ctx, PlantKey(prefix, p.ID), value, 0)
-				pipe.ZAdd(ctx, PlantIndexKey(prefix, p.ID), redis.Z{Member: IndexMember(p.ID)})
+				queue(pipe, p.ID, value)
 			}
 			return nil
 		})
