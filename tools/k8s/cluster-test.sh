@@ -24,6 +24,7 @@
 #                        are not bounded, those of the later scenarios' tools
 #                        are: on a cold machine they take part of it)
 #   and those of cluster.sh (CLUSTER_DIR, CLUSTER_NETNS, CLUSTER_API_PORT, ...).
+# shellcheck disable=SC2034 # variables it sets for the scenario files it sources
 set -euo pipefail
 
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
@@ -51,6 +52,7 @@ if [[ -z ${_CLUSTER_TEST_BOUNDED:-} ]]; then
   # and the first scenarios run: a scenario that needs one waits only for
   # what is left of its build (cluster.sh images, build.sh's locks). Under
   # .ci/run, its own prebuild of every tool does this.
+  # shellcheck disable=SC2046 # one tool a word
   setsid "$TOOLS_MOD/build.sh" --prebuild $("$CLUSTER" late-tools) >"${TMPDIR:-/tmp}/plantstore-late-tools.log" 2>&1 &
   export _CLUSTER_PREBUILD_PID=$!
   "$REPO/tools/release/build.sh"
@@ -76,8 +78,9 @@ figures() { printf 'CLUSTER %s\n' "$*"; }
 finish() {
   local rc=$? last=$stage_name
   trap - EXIT INT TERM
-  stage done
+  stage 'done'
   # A background wait of a scenario (see later) stopped early by a failure.
+  # shellcheck disable=SC2046 # one pid a word
   kill $(jobs -p) 2>/dev/null || true
   # The prebuild of tools no scenario asked for (CLUSTER_SCENARIOS).
   [[ -z ${_CLUSTER_PREBUILD_PID:-} ]] || kill -- -"$_CLUSTER_PREBUILD_PID" 2>/dev/null || true
@@ -117,7 +120,7 @@ if [[ $REUSE != 1 ]] && [[ -e $CLUSTER_DIR || -e /run/netns/$NETNS ]]; then
 fi
 SYSCTLS_BEFORE=$(sysctls)
 # The pods' network namespaces of any containerd on the machine.
-cni_netns() { ls /run/netns 2>/dev/null | grep '^cni-' | sort || true; }
+cni_netns() { compgen -G '/run/netns/cni-*' | sed 's|.*/||' | sort || true; }
 NETNS_BEFORE=$(cni_netns)
 
 # check_clean: after teardown nothing of the cluster is left: no namespace

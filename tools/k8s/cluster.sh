@@ -682,7 +682,7 @@ down() {
     find "$s" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   if [[ -f $DIR/sysctls ]]; then
-    while IFS== read -r name value; do sysctl -qw "$name=$value" || true; done <"$DIR/sysctls"
+    while IFS='=' read -r name value; do sysctl -qw "$name=$value" || true; done <"$DIR/sysctls"
     rm -f "$DIR/sysctls"
   fi
   rm -rf "$DIR"

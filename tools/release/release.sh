@@ -141,7 +141,7 @@ case $SIGN in
     if [ ! -f "$COSIGN_KEY" ]; then
       step "no $COSIGN_KEY: generating a cosign key pair (empty password) for local releases"
       mkdir -p "$(dirname "$COSIGN_KEY")"
-      (cd "$(dirname "$COSIGN_KEY")" && COSIGN_PASSWORD= "$cosign" generate-key-pair --output-key-prefix "$(basename "${COSIGN_KEY%.key}")" >/dev/null)
+      (cd "$(dirname "$COSIGN_KEY")" && COSIGN_PASSWORD='' "$cosign" generate-key-pair --output-key-prefix "$(basename "${COSIGN_KEY%.key}")" >/dev/null)
     fi
     export COSIGN_PASSWORD=${COSIGN_PASSWORD:-}
     sign_flags=(--key "$COSIGN_KEY" --tlog-upload=false)

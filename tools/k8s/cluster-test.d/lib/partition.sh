@@ -73,6 +73,7 @@ partition_scenario() {
   nsenter --net="/run/netns/$NETNS" "$K8S_LOAD" -url "http://$ip:8080" -token-file "$tokens" -history "$PT_CALLERS" -ids "$PT_IDS" \
     -pause "$PT_PAUSE" -timeout 3s -duration "${total}s" >"$dir/outside.json" 2>"$dir/outside.err" &
   outside=$!
+  # shellcheck disable=SC2154 # safe: the caller's node away from the cut, beside the webhook subscriber
   LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080 -timeout 5s" RATE=$PT_RATE load_start "$ns" "load-$name" "$total"
   sleep 10
   t_cut=$(ms)
