@@ -27,6 +27,7 @@ type State struct {
 	next    []byte // the list walk's next request target; empty: the first page
 	last    int64  // the last id of the walk's previous page
 	walking bool   // next is a cursor page
+	pages   int    // pages of the walk so far
 	want    []byte // scratch: the expected body
 }
 
@@ -114,11 +115,21 @@ func (Get) Check(r *Response, st *State) error {
 // cursor, opaque to the generator) until a page has none, then starts
 // again. Every page must be 200, a JSON array of plants in ascending id
 // order after the previous page's, full when a next page follows (the
-// store is quiet during the phase), and not empty.
-type List struct{ Limit int }
+// store is quiet during the phase), and not empty. Start, when set, is the
+// request target of every walk's first page (a page deep in the ids, by a
+// cursor the harness made), and Pages > 0 ends a walk after that many pages:
+// Pages 1 asks for the same page every time.
+type List struct {
+	Limit int
+	Start string
+	Pages int
+}
 
 func (l List) Append(buf []byte, host, token string, st *State) ([]byte, error) {
 	if !st.walking {
+		if l.Start != "" {
+			return appendHead(buf, "GET", l.Start, host, token), nil
+		}
 		var target [32]byte
 		return appendHead(buf, "GET", string(strconv.AppendInt(append(target[:0], "/plants?limit="...), int64(l.Limit), 10)), host, token), nil
 	}
@@ -133,6 +144,10 @@ var (
 func (l List) Check(r *Response, st *State) error {
 	walking, last := st.walking, st.last
 	st.walking = false // on any failure the connection starts a new walk
+	if !walking {
+		st.pages = 0
+	}
+	st.pages++
 	if err := wantStatus(r, 200); err != nil {
 		return err
 	}
@@ -168,6 +183,9 @@ func (l List) Check(r *Response, st *State) error {
 	}
 	if n != l.Limit {
 		return fmt.Errorf("list page of %d plants before a next page, want %d", n, l.Limit)
+	}
+	if l.Pages > 0 && st.pages >= l.Pages {
+		return nil // the walk's last page, by its length
 	}
 	target, ok := nextTarget(r.Link)
 	if !ok {

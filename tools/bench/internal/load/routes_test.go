@@ -24,6 +24,7 @@ func TestRouteRequestsParse(t *testing.T) {
 		{Get{First: 7, N: 1}, State{}, "GET", "/plants/7"},
 		{List{Limit: 20}, State{}, "GET", "/plants?limit=20"},
 		{List{Limit: 20}, State{walking: true, next: []byte("/plants?cursor=abc&limit=20")}, "GET", "/plants?cursor=abc&limit=20"},
+		{List{Limit: 20, Start: "/plants?cursor=deep&limit=20"}, State{}, "GET", "/plants?cursor=deep&limit=20"},
 		{NewDelete(-3, 1), State{}, "DELETE", "/plants/-3"},
 	} {
 		raw, err := tc.route.Append(nil, "127.0.0.1:1", "tok", &tc.st)
@@ -37,6 +38,49 @@ func TestRouteRequestsParse(t *testing.T) {
 		if req.Method != tc.method || req.URL.RequestURI() != tc.target || req.Header.Get("Authorization") != "Bearer tok" {
 			t.Errorf("request = %s %s %v, want %s %s", req.Method, req.URL, req.Header, tc.method, tc.target)
 		}
+	}
+}
+
+// A walk follows the next pages until one has none, or for Pages pages,
+// then starts again at its first page (Start, or the first of the store).
+func TestListWalkLength(t *testing.T) {
+	page := func(first int64, next bool) *Response {
+		r := &Response{Status: 200, Body: []byte("[" + string(AppendPlant(nil, first)) + "," + string(AppendPlant(nil, first+1)) + "]")}
+		if next {
+			r.Link = []byte(`</plants?cursor=c` + strconv.FormatInt(first+1, 10) + `&limit=2>; rel="next"`)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		route List
+		want  []string // the targets of the requests, in order
+	}{
+		{"whole walk", List{Limit: 2}, []string{"/plants?limit=2", "/plants?cursor=c1&limit=2", "/plants?cursor=c3&limit=2", "/plants?limit=2"}},
+		{"two pages", List{Limit: 2, Pages: 2}, []string{"/plants?limit=2", "/plants?cursor=c1&limit=2", "/plants?limit=2", "/plants?cursor=c1&limit=2"}},
+		{"one deep page", List{Limit: 2, Start: "/plants?cursor=deep&limit=2", Pages: 1}, []string{"/plants?cursor=deep&limit=2", "/plants?cursor=deep&limit=2", "/plants?cursor=deep&limit=2", "/plants?cursor=deep&limit=2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var st State
+			// The store holds plants 0 to 5: pages 0-1, 2-3, 4-5 (the last).
+			first := int64(0)
+			for i, want := range tc.want {
+				raw, err := tc.route.Append(nil, "h", "", &st)
+				if err != nil || !strings.HasPrefix(string(raw), "GET "+want+" ") {
+					t.Fatalf("request %d = %q, %v; want GET %s", i, raw, err, want)
+				}
+				if !st.walking {
+					first = 0
+					if tc.route.Start != "" {
+						first = 10
+					}
+				}
+				if err := tc.route.Check(page(first, first < 4 || first == 10), &st); err != nil {
+					t.Fatalf("page %d: %v", i, err)
+				}
+				first += 2
+			}
+		})
 	}
 }
 
