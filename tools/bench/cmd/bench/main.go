@@ -63,6 +63,9 @@ type options struct {
 	sweepDuration time.Duration
 	serviceFlags  []string
 	serviceEnv    []string
+	// -scale: the store's cost by its size instead (scale.go).
+	scaleOn bool
+	scale   scaleOptions
 }
 
 type harness struct {
@@ -108,6 +111,14 @@ func realMain() int {
 	fs.DurationVar(&o.sweepDuration, "sweep-duration", 3*time.Second, "closed-loop measurement per -sweep-conns level, round and variant (floor, service), after -warmup (1s with -short)")
 	serviceFlags := fs.String("service-flags", "", "flags appended to the service variants' command line, split on spaces (e.g. --redis-batch), recorded in the report")
 	serviceEnv := fs.String("service-env", "", "NAME=value settings added to the service variants' environment, split on spaces, overriding the harness's (e.g. OTEL_TRACES_SAMPLER=always_off or GOGC=200), recorded in the report")
+	fs.BoolVar(&o.scaleOn, "scale", false, "measure the store's cost by the plants it holds instead (make bench-scale): the sizing block of docs/performance.md, docs/performance-scale.json and .png; the other measurement flags do not apply")
+	scaleSizes := fs.String("scale-sizes", "1000000,3000000,10000000", "-scale: the plant counts measured after the base size, ascending (200000 with -short)")
+	fs.Int64Var(&o.scale.base, "scale-base", 10000, "-scale: plants of the base size, the one every ratio is taken to")
+	fs.DurationVar(&o.scale.window, "scale-window", 2*time.Second, "-scale: closed-loop measurement per operation, connections and size, after -scale-warmup (500ms with -short)")
+	fs.DurationVar(&o.scale.warmup, "scale-warmup", 500*time.Millisecond, "-scale: closed-loop warm-up, discarded (200ms with -short)")
+	fs.Float64Var(&o.scale.forkRate, "fork-rate", 1000, "-scale: creates a second (open loop) during each size's AOF rewrite and RDB snapshot, and during the subscriber's outage")
+	fs.Int64Var(&o.scale.migrate, "migrate-plants", 1000000, "-scale: 1.0.0 plants that plantstore migrate-store is timed over (0: none; 5000 with -short)")
+	fs.DurationVar(&o.scale.outage, "outage", 10*time.Minute, "-scale: how long the webhook subscriber is down under creates, on the largest store (0: not measured; 3s with -short)")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop, save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory, and show the CPU profile's breakdown in the report (make bench-load: bin/profile)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -135,6 +146,27 @@ func realMain() int {
 			}
 		}
 	}
+	if o.scaleOn {
+		for name, apply := range map[string]func(){
+			"scale-sizes":    func() { *scaleSizes = "200000" },
+			"scale-window":   func() { o.scale.window = 500 * time.Millisecond },
+			"scale-warmup":   func() { o.scale.warmup = 200 * time.Millisecond },
+			"migrate-plants": func() { o.scale.migrate = 5000 },
+			"outage":         func() { o.scale.outage = 3 * time.Second },
+			"timeout":        func() { o.timeout = 2 * time.Hour },
+		} {
+			if o.short && name != "timeout" || !o.short && name == "timeout" {
+				if !set[name] {
+					apply()
+				}
+			}
+		}
+		var err error
+		if o.scale.sizes, err = parseSizes(*scaleSizes, o.scale.base); err != nil || o.scale.window <= 0 || o.scale.warmup < 0 || !(o.scale.forkRate > 0) || o.scale.migrate < 0 || o.scale.outage < 0 {
+			fmt.Fprintf(os.Stderr, "bench: -scale-sizes must be ascending plant counts above -scale-base (%v); -scale-window, -fork-rate positive; -migrate-plants, -outage not negative\n", err)
+			return 2
+		}
+	}
 	if o.rounds < 1 || o.duration <= 0 || o.rateDuration <= 0 || o.warmup < 0 || o.conns < 1 ||
 		o.routeDuration <= 0 || o.routeWarmup < 0 || o.routeFill < 1 || o.sweepDuration <= 0 {
 		fmt.Fprintln(os.Stderr, "bench: -rounds, -duration, -rate-duration, -route-duration, -sweep-duration, -route-fill and -conns must be positive")
@@ -157,6 +189,11 @@ func realMain() int {
 	defer cancel()
 
 	h := &harness{opts: o, start: time.Now(), hz: procfs.ClockTicks()}
+	if o.scaleOn {
+		code := h.scaleMain(ctx)
+		h.teardown(code != 0)
+		return code
+	}
 	if o.render {
 		return h.render()
 	}
@@ -403,18 +440,7 @@ func (h *harness) build(ctx context.Context, root string) (service, floor, perfT
 	service = filepath.Join(h.work, "plantstore")
 	floor = filepath.Join(h.work, "floor")
 	perfTest = filepath.Join(h.work, "perf.test")
-	goCmd := func(dir string, args ...string) error {
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = dir
-		if args[0] == "build" { // release builds are static
-			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, bytes.TrimSpace(out))
-		}
-		return nil
-	}
+	goCmd := func(dir string, args ...string) error { return h.goBuild(ctx, dir, args...) }
 	var wg sync.WaitGroup
 	var errService, errFloor error
 	wg.Go(func() {
@@ -426,6 +452,21 @@ func (h *harness) build(ctx context.Context, root string) (service, floor, perfT
 	wg.Go(func() { perfErr = goCmd(root, "test", "-c", "-o", perfTest, "./internal/perf/") })
 	wg.Wait()
 	return service, floor, perfTest, perfErr, errors.Join(errService, errFloor)
+}
+
+// goBuild runs the go command with args in dir; a build is static, as the
+// release's.
+func (h *harness) goBuild(ctx context.Context, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	if args[0] == "build" {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, bytes.TrimSpace(out))
+	}
+	return nil
 }
 
 // parseConns parses -sweep-conns: distinct positive numbers of connections,
@@ -447,6 +488,19 @@ func parseConns(s string, conns int) ([]int, error) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// parseSizes parses -scale-sizes: plant counts, ascending, above base.
+func parseSizes(s string, base int64) ([]int64, error) {
+	var out []int64
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || n <= base || len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("%q is not a plant count above %d and the one before", f, base)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // findRepo returns the directory of the go.mod of plantstore's root module:

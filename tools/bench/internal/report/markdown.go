@@ -29,12 +29,23 @@ var ErrNoFigures = errors.New("no figures block (" + FiguresBegin + " … " + Fi
 // blockBounds returns where the figures block's content starts and ends in
 // doc: after the begin marker's line, before the end marker.
 func blockBounds(doc string) (start, end int, err error) {
-	b := strings.Index(doc, FiguresBegin)
-	e := strings.Index(doc, FiguresEnd)
-	if b < 0 || e < b || strings.Count(doc, FiguresBegin) != 1 || strings.Count(doc, FiguresEnd) != 1 {
+	start, end, err = markedBounds(doc, FiguresBegin, FiguresEnd)
+	if err != nil {
 		return 0, 0, ErrNoFigures
 	}
-	start = b + len(FiguresBegin)
+	return start, end, nil
+}
+
+// markedBounds returns where the content between the markers begin and end
+// starts and ends in doc: after begin's line, before end. Each must be there
+// once, in order.
+func markedBounds(doc, begin, end string) (int, int, error) {
+	b := strings.Index(doc, begin)
+	e := strings.Index(doc, end)
+	if b < 0 || e < b || strings.Count(doc, begin) != 1 || strings.Count(doc, end) != 1 {
+		return 0, 0, fmt.Errorf("no block %s … %s", begin, end)
+	}
+	start := b + len(begin)
 	if strings.HasPrefix(doc[start:], "\n") {
 		start++
 	}

@@ -1,0 +1,150 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scaleRun is a run of a base size and one more, every operation measured,
+// the larger size's figures the base's times slower.
+func scaleRun(slower float64) *ScaleRun {
+	r := &ScaleRun{Conns: []int{10, 50}, ForkRate: 1000, PlantBytes: 36, KeyBytes: 40, Window: time.Second}
+	for i, plants := range []int64{10_000, 1_000_000} {
+		f := 1.0
+		if i > 0 {
+			f = slower
+		}
+		s := ScaleSize{Plants: plants, EmptyUsedMemory: 1 << 20, UsedMemory: 1<<20 + plants*140, UsedMemoryRSS: 2<<20 + plants*150,
+			Forks: []ForkMeasure{{Kind: ForkRewrite, Ms: 100, COWBytes: 1 << 20, Status: "ok", Requests: 100}, {Kind: ForkSnapshot, Ms: 90, Status: "ok", Requests: 90}}}
+		for _, op := range ScaleOps {
+			for _, c := range r.Conns {
+				s.Ops = append(s.Ops, OpMeasure{Op: op, Conns: c, Rate: 1000 / f, P50: f, P99: 2 * f})
+			}
+		}
+		r.Sizes = append(r.Sizes, s)
+	}
+	return r
+}
+
+func TestScaleGoalsAndFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		run        func() *ScaleRun
+		pass       []bool // the goals' verdicts, in order
+		incomplete string // in Incomplete's lines; "" for none
+	}{
+		{"flat", func() *ScaleRun { return scaleRun(1.1) }, []bool{true, true, true, true}, ""},
+		{"slower", func() *ScaleRun { return scaleRun(1.3) }, []bool{false, false, true, true}, ""},
+		{"memory", func() *ScaleRun {
+			r := scaleRun(1)
+			r.Sizes[1].UsedMemory += 20 * r.Sizes[1].Plants
+			return r
+		}, []bool{true, true, false, true}, ""},
+		{"fork failures", func() *ScaleRun {
+			r := scaleRun(1)
+			r.Sizes[1].Forks[0].Failed = 3
+			return r
+		}, []bool{true, true, true, false}, "3 of 100 creates failed"},
+		{"failed requests", func() *ScaleRun {
+			r := scaleRun(1)
+			r.Sizes[0].Ops[2].Failed, r.Sizes[0].Ops[2].Error = 2, "status 500"
+			return r
+		}, []bool{true, true, true, true}, "2 requests failed: status 500"},
+		{"missing figure", func() *ScaleRun {
+			r := scaleRun(1)
+			r.Sizes[1].Ops = r.Sizes[1].Ops[1:]
+			return r
+		}, []bool{true, true, true, true}, "9 operation figures, want 10"},
+		{"events lost", func() *ScaleRun {
+			r := scaleRun(1)
+			r.Outbox = &OutboxMeasure{Created: 10, Received: 9, Lost: 1, Drained: true}
+			return r
+		}, []bool{true, true, true, true}, "1 events lost"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.run()
+			goals := r.Goals()
+			if len(goals) != len(tc.pass) {
+				t.Fatalf("%d goals, want %d", len(goals), len(tc.pass))
+			}
+			for i, g := range goals {
+				if g.Pass != tc.pass[i] {
+					t.Errorf("goal %q: pass %v (%s), want %v", g.Name, g.Pass, g.Measured, tc.pass[i])
+				}
+			}
+			got := strings.Join(r.Incomplete(), "\n")
+			if tc.incomplete == "" && got != "" || !strings.Contains(got, tc.incomplete) {
+				t.Errorf("Incomplete() = %q, want %q", got, tc.incomplete)
+			}
+		})
+	}
+}
+
+// The sizing block replaces only what is between its markers, once each;
+// a document without them is refused.
+func TestMarkdownSizing(t *testing.T) {
+	r := scaleRun(1.1)
+	r.Migration = &MigrationMeasure{Plants: 1000, Seconds: 2, Output: "moved"}
+	doc := []byte("# t\n\nbefore\n" + SizingBegin + "\nold\n" + SizingEnd + "\nafter\n")
+	md, err := MarkdownSizing(r, doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := SizingBlock(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(block, Sizing(r)) || !bytes.HasPrefix(md, []byte("# t\n\nbefore\n")) || !bytes.HasSuffix(md, []byte(SizingEnd+"\nafter\n")) {
+		t.Errorf("MarkdownSizing:\n%s", md)
+	}
+	for _, want := range []string{"| plants | 10k | 1M |", "1000 / 1.00 / 2.00", "1.10", "of 1k 1.0.0 plants: 2.0 s, 500 plants/s"} {
+		if !bytes.Contains(block, []byte(want)) {
+			t.Errorf("the block lacks %q:\n%s", want, block)
+		}
+	}
+	for _, bad := range []string{"no markers", SizingBegin + SizingBegin + SizingEnd, SizingEnd + SizingBegin} {
+		if _, err := MarkdownSizing(r, []byte(bad)); err == nil {
+			t.Errorf("MarkdownSizing(%q): no error", bad)
+		}
+	}
+	if md, err := MarkdownSizing(r, nil); err != nil || !bytes.Contains(md, Sizing(r)) {
+		t.Errorf("a new document: %v", err)
+	}
+}
+
+func TestScaleRunRoundTripAndChart(t *testing.T) {
+	r := scaleRun(1.1)
+	b, err := EncodeScaleRun(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeScaleRun(b)
+	if err != nil || !bytes.Equal(Sizing(back), Sizing(r)) {
+		t.Fatalf("decoded run renders differently (%v)", err)
+	}
+	if _, err := DecodeScaleRun([]byte(`{"Unknown": 1}`)); err == nil {
+		t.Error("an unknown field decoded")
+	}
+	png := filepath.Join(t.TempDir(), "scale.png")
+	if err := ScaleChart(r, png); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("chart: %v", err)
+	}
+	if err := ScaleChart(&ScaleRun{}, png); err == nil {
+		t.Error("a chart of no size")
+	}
+}
+
+func TestPlantsLabel(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 10_000: "10k", 292_500: "292.5k", 1_000_000: "1M", 2_500_000: "2.5M", 10_000_000: "10M"} {
+		if got := plantsLabel(n); got != want {
+			t.Errorf("plantsLabel(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
