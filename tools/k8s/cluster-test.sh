@@ -286,7 +286,7 @@ spec:
     - name: load
       image: plantstore.test/load:1
       imagePullPolicy: Never
-      args: [-url, "$url", -token-file, /etc/tokens/tokens, -rate, "$RATE", -duration, "${secs}s"$extra]
+      args: [-url, "$url", -token-file, /etc/tokens/tokens, -rate, "$RATE", -duration, "${secs}s", -stop-addr, ":8090"$extra]
       $SECURE
       volumeMounts: [{name: tokens, mountPath: /etc/tokens, readOnly: true}$ca_mount]
   volumes: [{name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}$ca_vol]
@@ -329,6 +329,15 @@ spec:
   ports: [{name: http, port: 8080, targetPort: 8080}]
 ---
 EOF
+}
+
+# load_stop NS NAME: the load ends its sending now, its check following as
+# after its duration: for a stage whose fault is over before the bound it
+# gave the load.
+load_stop() {
+  local ip
+  ip=$(kubectl get pod -n "$1" "$2" -o jsonpath='{.status.podIP}')
+  [[ $(node_curl -X POST -o /dev/null -w '%{http_code}' "http://$ip:8090/stop") == 204 ]] || echo "load_stop: $2 was not stopped early" >&2
 }
 
 # load_result NS NAME: wait for the load pod and print its JSON summary.

@@ -374,6 +374,10 @@ else
   tail -n 10 "$CLUSTER_DIR/logs/roll-sentinel.log"
   kubectl get pods -n "$SN_NS" -o wide
 fi
+# The roll is done: 5 s more of the load (a 200 after its last 503), then
+# its check, rather than the rest of a bound long enough for a slow rotation.
+sleep 5
+load_stop "$SN_NS" load-roll
 s=$(load_result "$SN_NS" load-roll) || s='{}'
 pod_logs_stop "$CLUSTER_DIR/logs/roll-redis.log"
 sleep 1

@@ -28,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -61,6 +62,7 @@ func main() {
 	checkFiles := flag.Bool("check", false, "check the histories in the files named as arguments (outputs of -history runs) for linearizability, each id on its own; prints the verdict (one JSON line), exits 1 when it is not linearizable")
 	visualize := flag.String("visualize", "linearizability", "with -check: path prefix of an illegal id's picture (-id<N>.html) and operations (-id<N>.json)")
 	checkTimeout := flag.Duration("check-timeout", time.Minute, "with -check: the checker's time for one id")
+	stopAddr := flag.String("stop-addr", "", "listen here for POST /stop, which ends the sending before -duration is up (the check and the summary follow as after it): for a scenario that knows when its fault is over")
 	flag.Parse()
 	if *checkFiles {
 		v, err := check(flag.Args(), *ids, *checkTimeout, *visualize)
@@ -102,6 +104,14 @@ func main() {
 		_ = json.NewEncoder(os.Stdout).Encode(runHistory(context.Background(), o, *history, *ids, *pause))
 		return
 	}
+	if *stopAddr != "" {
+		ln, err := net.Listen("tcp", *stopAddr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "k8s-load:", err)
+			os.Exit(2)
+		}
+		o.stop = serveStop(ln)
+	}
 	s := run(context.Background(), o)
 	_ = json.NewEncoder(os.Stdout).Encode(s)
 }
@@ -116,6 +126,25 @@ type options struct {
 	verifyFor             time.Duration
 	maxInFlight           int
 	retries               int
+	stop                  <-chan struct{} // closed: send no more (-stop-addr)
+}
+
+// serveStop serves POST /stop on ln: the channel it returns closes at the
+// first one.
+func serveStop(ln net.Listener) <-chan struct{} {
+	stop := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost || r.URL.Path != "/stop" {
+				http.Error(w, "POST /stop", http.StatusNotFound)
+				return
+			}
+			once.Do(func() { close(stop) })
+			w.WriteHeader(http.StatusNoContent)
+		}))
+	}()
+	return stop
 }
 
 // firstToken is the first raw token of a tokens file: comments, blank lines
@@ -215,6 +244,9 @@ func run(ctx context.Context, o options) Summary {
 	interval := time.Duration(float64(time.Second) / o.rate)
 	attacker := vegeta.NewAttacker(vegeta.Client(client), vegeta.MaxWorkers(uint64(o.maxInFlight)))
 	defer context.AfterFunc(ctx, func() { attacker.Stop() })()
+	if o.stop != nil {
+		go func() { <-o.stop; attacker.Stop() }()
+	}
 	began := time.Now()
 	results := attacker.Attack(targeter, vegeta.ConstantPacer{Freq: 1, Per: interval}, o.duration, "")
 
