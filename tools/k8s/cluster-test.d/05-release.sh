@@ -33,9 +33,51 @@ release_commit() {
     grep -o 'built from commit `[0-9a-f]\{40\}`' | grep -o '[0-9a-f]\{40\}' | head -n 1
 }
 
-stage "make release ${OLD_RELEASES[*]} (the commits CHANGELOG.md names) and make release-check $NOW (this tree) into the node's registry $RELEASE_REGISTRY"
-for v in "${OLD_RELEASES[@]}"; do
-  [[ $v != "$NOW" ]] || { fail "VERSION is $NOW, a release already made: make version-set first"; exit 1; }
+# The older releases never change once made, as for the users who pulled
+# them: the run that makes them keeps what it pushed (the registry's storage,
+# their release.json files and the key that signed them) in the cluster's
+# cache, keyed by their commits, the files of the release and image tools,
+# the Go toolchain and the registry's address, and a later run puts that into
+# its fresh registry instead of building them again. This tree's release is
+# built and checked on every run.
+release_cache_key() {
+  {
+    for v in "${OLD_RELEASES[@]}"; do echo "$v $(release_commit "$v")"; done
+    echo "$RELEASE_REGISTRY"
+    go version
+    (cd "$REPO" && find tools/release tools/image -type f -print0 | sort -z | xargs -0 sha256sum)
+  } | sha256sum | cut -c1-16
+}
+RELEASE_CACHE_ROOT=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s}/releases
+RELEASE_CACHE=$RELEASE_CACHE_ROOT/$(release_cache_key)
+# release_cache_save: the older releases, just pushed, into the cache (the
+# registry holds nothing else yet).
+release_cache_save() {
+  local tmp=$RELEASE_CACHE_ROOT/.new-$$ v
+  rm -rf "$RELEASE_CACHE_ROOT" && mkdir -p "$tmp"
+  cp -a "$CLUSTER_DIR/registry" "$tmp/registry"
+  cp "$RELDIR/cosign.key" "$RELDIR/cosign.pub" "$tmp/"
+  for v in "${OLD_RELEASES[@]}"; do mkdir -p "$tmp/$v" && cp "$RELDIR/$v/release.json" "$tmp/$v/"; done
+  mv "$tmp" "$RELEASE_CACHE"
+}
+
+declare -A RELEASED_DIGEST
+stage "make release ${OLD_RELEASES[*]} (the commits CHANGELOG.md names; kept from an earlier run when it made them from the same files) and make release-check $NOW (this tree) into the node's registry $RELEASE_REGISTRY"
+[[ " ${OLD_RELEASES[*]} " != *" $NOW "* ]] || { fail "VERSION is $NOW, a release already made: make version-set first"; exit 1; }
+to_build=("${OLD_RELEASES[@]}" "$NOW")
+if [[ -d $RELEASE_CACHE ]]; then
+  cp -a "$RELEASE_CACHE/registry/." "$CLUSTER_DIR/registry/"
+  cp "$RELEASE_CACHE/cosign.key" "$RELEASE_CACHE/cosign.pub" "$RELDIR/"
+  for v in "${OLD_RELEASES[@]}"; do
+    mkdir -p "$RELDIR/$v" && cp "$RELEASE_CACHE/$v/release.json" "$RELDIR/$v/"
+    RELEASED_DIGEST[$v]=$(jq -r .image.digest "$RELDIR/$v/release.json")
+    pass "release $v as an earlier run made it (cache ${RELEASE_CACHE##*/}): image index ${RELEASED_DIGEST[$v]}, chart $(jq -r .chart.digest "$RELDIR/$v/release.json")"
+    figures "release version=$v cached=yes revision=$(jq -r '.revision[:12]' "$RELDIR/$v/release.json") image=$RELEASE_REGISTRY/plantstore@${RELEASED_DIGEST[$v]}"
+  done
+  to_build=("$NOW")
+fi
+for v in "${to_build[@]}"; do
+  [[ $v != "$NOW" ]] || continue
   commit=$(release_commit "$v")
   [[ -n $commit ]] || { fail "CHANGELOG.md names no commit for $v"; exit 1; }
   rm -rf "$RELDIR/src-$v"
@@ -44,15 +86,15 @@ for v in "${OLD_RELEASES[@]}"; do
   git clone -q --no-checkout "$REPO" "$RELDIR/src-$v"
   git -C "$RELDIR/src-$v" checkout -q --detach "$commit"
 done
-declare -A RELEASED_DIGEST
 # This tree's release goes through make release-check against this
 # registry (built twice for the same digests, verified, an unsigned and a
 # tampered copy refused): CI's release proof, run here so that the release
 # it checked is the one installed below, not a second build.
-for v in "${OLD_RELEASES[@]}" "$NOW"; do
+for v in "${to_build[@]}"; do
   release=("$REPO/tools/release/release.sh") src=$RELDIR/src-$v
   if [[ $v == "$NOW" ]]; then
     release=(env CHECK_REGISTRY="${RELEASE_REGISTRY%/plantstore}" "$REPO/tools/release/check.sh") src=$REPO
+    ((${#to_build[@]} == 1)) || release_cache_save
   fi
   t=$SECONDS
   if VERSION=$v SRC=$src REGISTRY=$RELEASE_REGISTRY RELEASE_DIR=$RELDIR/$v HELM=helm \
@@ -214,6 +256,10 @@ release_flow() {
   $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" --reset-then-reuse-values --wait --timeout 300s \
     >"$CLUSTER_DIR/logs/$ns-upgrade.log" 2>&1 || { fail "$hv: helm upgrade --reset-then-reuse-values to $NOW"; tail -n 20 "$CLUSTER_DIR/logs/$ns-upgrade.log"; }
   t2=$(ms)
+  # 3 s more of the load past the upgrade, then its check: the bound given
+  # the load is for a slow upgrade.
+  sleep 3
+  load_stop "$ns" load-upgrade
   s=$(load_result "$ns" load-upgrade) || s='{}'
   # The new chart's Redis spec differs from the old one's (its redis.conf,
   # 1.0.0's version labels): the upgrade restarts the one server, and creates
