@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # runs beside the next scenario (two Helm installs in namespaces of their
 # own, no load: see beside in cluster-test.sh).
-# The chart's other value sets install and become Ready; 30-hpa.sh then
+# The chart's other value sets install and become Ready; 37-hpa.sh then
 # scales ci/full-values.yaml's HPA under load.
 # Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
@@ -18,7 +18,7 @@ fi
 # values-dev.yaml installs under a release name of 53 characters, the longest
 # Helm accepts: the chart's names keep their suffixes and stay within their
 # kinds' limits (the Redis StatefulSet's 52, whose pods' revision label adds
-# 11). 30-hpa.sh uses full-values.yaml's release by its usual name.
+# 11). 37-hpa.sh uses full-values.yaml's release by its usual name.
 declare -A values_pid values_rel=([values-dev.yaml]=checkout-platform-production-eu-west-1-blue-green-012 [ci/full-values.yaml]=$REL)
 for v in values-dev.yaml ci/full-values.yaml; do
   ns=vs-$(basename "$v" .yaml)
