@@ -27,7 +27,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster chaos-cluster cluster-up cluster-down bench bench-chain bench-load bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
+.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster chaos-cluster cluster-up cluster-down bench bench-chain bench-load bench-scale bench-scale-short bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -156,7 +156,13 @@ bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 1
 	$(GO) test -run '^$$' -bench 'ReadGuard' -count $(BENCHCOUNT) ./internal/store/ | grep -v '^redis:' > bin/bench-readguard.txt
 	$(TOOL) benchstat -col /guard bin/bench-readguard.txt
 
-bench-short: redis-server ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short); fails if a phase has no figure or a request failed
+bench-scale: redis-server ## the store's cost by its size: creates, reads, deletes and pages at 1, 3 and 10 million plants as ratios to 10,000, Redis's memory a plant, AOF rewrites and snapshots under 1,000 creates/s, migrate-store over a million 1.0.0 plants, a webhook subscriber down 10 minutes; rewrites the sizing block of docs/performance.md, docs/performance-scale.json and .png (about 40 minutes, 4 GB of memory; BENCH_FLAGS: -outage, -scale-sizes, ...)
+	cd tools/bench && $(GO) run ./cmd/bench -scale $(BENCH_FLAGS)
+
+bench-scale-short: redis-server ## CI: bench-scale's harness at 200,000 plants, short phases, a 2s outage, 5,000 1.0.0 plants, into a temporary file; fails if a figure is missing or a request failed, never on a goal
+	cd tools/bench && $(GO) run ./cmd/bench -scale -short
+
+bench-short: redis-server bench-scale-short ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short), after bench-scale-short; fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
 
 lint: image-lint generate-check dashboard-check chart-docs-check docs-page-check version-check actions-lint ## go vet, staticcheck, gofmt, every generated file up to date (client, dashboard, chart values table), the reference page's vendored renderer its manifest's, the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
