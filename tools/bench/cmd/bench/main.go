@@ -118,7 +118,7 @@ func realMain() int {
 	fs.DurationVar(&o.scale.warmup, "scale-warmup", 500*time.Millisecond, "-scale: closed-loop warm-up, discarded (200ms with -short)")
 	fs.Float64Var(&o.scale.forkRate, "fork-rate", 1000, "-scale: creates a second (open loop) during each size's AOF rewrite and RDB snapshot, and during the subscriber's outage")
 	fs.Int64Var(&o.scale.migrate, "migrate-plants", 1000000, "-scale: 1.0.0 plants that plantstore migrate-store is timed over (0: none; 5000 with -short)")
-	fs.DurationVar(&o.scale.outage, "outage", 10*time.Minute, "-scale: how long the webhook subscriber is down under creates, on the largest store (0: not measured; 3s with -short)")
+	fs.DurationVar(&o.scale.outage, "outage", 10*time.Minute, "-scale: how long the webhook subscriber is down under creates, on the largest store (0: not measured; 2s with -short)")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop, save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory, and show the CPU profile's breakdown in the report (make bench-load: bin/profile)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -152,7 +152,7 @@ func realMain() int {
 			"scale-window":   func() { o.scale.window = 500 * time.Millisecond },
 			"scale-warmup":   func() { o.scale.warmup = 200 * time.Millisecond },
 			"migrate-plants": func() { o.scale.migrate = 5000 },
-			"outage":         func() { o.scale.outage = 3 * time.Second },
+			"outage":         func() { o.scale.outage = 2 * time.Second },
 			"timeout":        func() { o.timeout = 2 * time.Hour },
 		} {
 			if o.short && name != "timeout" || !o.short && name == "timeout" {

@@ -64,6 +64,11 @@ type ScaleRun struct {
 	Migration            *MigrationMeasure `json:",omitempty"`
 	Outbox               *OutboxMeasure    `json:",omitempty"`
 	Failures             []string
+	// Errors are failed requests outside the forks; a full run reports
+	// them, -short fails on them.
+	Errors []string
+	// PNG is the chart's file name, beside the report.
+	PNG string
 }
 
 // ScaleSize is what one size measured.
@@ -82,6 +87,11 @@ type ScaleSize struct {
 	// BaseP99Ms is the creates' p99 at ForkRate with no fork, before the forks.
 	BaseP99Ms float64
 	Forks     []ForkMeasure
+	// Redis's latency monitor over the size's phases (LATENCY LATEST,
+	// events over 100 ms): the longest O(1) command ("fast-command") and
+	// other command. A GET or SET that takes 100 ms is Redis not getting
+	// the CPU, not the store's cost.
+	LongestFastMs, LongestCommandMs int64
 }
 
 // OpMeasure is one operation's closed loop at one number of connections.
@@ -182,9 +192,6 @@ func (r *ScaleRun) Incomplete() []string {
 			if !(m.Rate > 0) || !(m.P99 > 0) {
 				out = append(out, fmt.Sprintf("%d plants: %s at %d connections: no figure", s.Plants, m.Op, m.Conns))
 			}
-			if m.Failed > 0 {
-				out = append(out, fmt.Sprintf("%d plants: %s at %d connections: %d requests failed: %s", s.Plants, m.Op, m.Conns, m.Failed, m.Error))
-			}
 		}
 		if len(s.Ops) != len(ScaleOps)*len(r.Conns) {
 			out = append(out, fmt.Sprintf("%d plants: %d operation figures, want %d", s.Plants, len(s.Ops), len(ScaleOps)*len(r.Conns)))
@@ -200,6 +207,19 @@ func (r *ScaleRun) Incomplete() []string {
 	}
 	if o := r.Outbox; o != nil && (o.Lost != 0 || o.Failed != 0 || !o.Drained || o.Created == 0 || o.DeadLetters != 0) {
 		out = append(out, fmt.Sprintf("outbox: %d created, %d creates failed, %d events lost, %d dead letters, drained %v", o.Created, o.Failed, o.Lost, o.DeadLetters, o.Drained))
+	}
+	return out
+}
+
+// FailedRequests lists the operations' phases with failed requests.
+func (r *ScaleRun) FailedRequests() []string {
+	var out []string
+	for _, s := range r.Sizes {
+		for _, m := range s.Ops {
+			if m.Failed > 0 {
+				out = append(out, fmt.Sprintf("%d plants: %s at %d connections: %d requests failed: %.200s", s.Plants, m.Op, m.Conns, m.Failed, m.Error))
+			}
+		}
 	}
 	return out
 }
@@ -277,6 +297,9 @@ func Sizing(r *ScaleRun) []byte {
 	for _, f := range r.Failures {
 		p("- **failure**: %s\n", f)
 	}
+	for _, e := range r.Errors {
+		p("- failed requests: %s\n", e)
+	}
 	p("\n")
 	if goals := r.Goals(); len(goals) > 0 {
 		p("| goal (issue 55) | measured | verdict |\n|---|---|---|\n")
@@ -323,6 +346,16 @@ func Sizing(r *ScaleRun) []byte {
 		}
 	}
 	own := float64(r.PlantBytes + r.KeyBytes)
+	row("failed requests of these phases", func(_ int, s ScaleSize) string {
+		var n int64
+		for _, m := range s.Ops {
+			n += m.Failed
+		}
+		return fmt.Sprint(n)
+	})
+	row("Redis's longest fast command / other command, ms", func(_ int, s ScaleSize) string {
+		return fmt.Sprintf("%d / %d", s.LongestFastMs, s.LongestCommandMs)
+	})
 	row("used_memory per plant, B (÷ plant + key)", func(_ int, s ScaleSize) string {
 		return fmt.Sprintf("%s (%s)", num(s.PerPlant(), 0), num(s.PerPlant()/own, 2))
 	})
@@ -345,6 +378,9 @@ func Sizing(r *ScaleRun) []byte {
 		})
 	}
 	p("\n")
+	if r.PNG != "" {
+		p("![p99 of each operation at %d connections, and Redis's used_memory, RSS, the memory limit each size needs and the AOF, against the plants stored](%s)\n\n", r.Conns[len(r.Conns)-1], r.PNG)
+	}
 	if m := r.Migration; m != nil {
 		p("Migration (`plantstore migrate-store`, one pass) of %s 1.0.0 plants: %s s, %s plants/s; it said: `%s`\n\n",
 			plantsLabel(m.Plants), num(m.Seconds, 1), num(float64(m.Plants)/m.Seconds, 0), m.Output)

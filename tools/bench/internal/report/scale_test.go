@@ -49,11 +49,6 @@ func TestScaleGoalsAndFailures(t *testing.T) {
 			r.Sizes[1].Forks[0].Failed = 3
 			return r
 		}, []bool{true, true, true, false}, "3 of 100 creates failed"},
-		{"failed requests", func() *ScaleRun {
-			r := scaleRun(1)
-			r.Sizes[0].Ops[2].Failed, r.Sizes[0].Ops[2].Error = 2, "status 500"
-			return r
-		}, []bool{true, true, true, true}, "2 requests failed: status 500"},
 		{"missing figure", func() *ScaleRun {
 			r := scaleRun(1)
 			r.Sizes[1].Ops = r.Sizes[1].Ops[1:]
@@ -81,6 +76,20 @@ func TestScaleGoalsAndFailures(t *testing.T) {
 				t.Errorf("Incomplete() = %q, want %q", got, tc.incomplete)
 			}
 		})
+	}
+}
+
+func TestFailedRequests(t *testing.T) {
+	r := scaleRun(1)
+	if got := r.FailedRequests(); len(got) != 0 {
+		t.Errorf("FailedRequests() = %q, want none", got)
+	}
+	r.Sizes[0].Ops[2].Failed, r.Sizes[0].Ops[2].Error = 2, "status 503"
+	if got := r.FailedRequests(); len(got) != 1 || !strings.Contains(got[0], "2 requests failed: status 503") {
+		t.Errorf("FailedRequests() = %q", got)
+	}
+	if got := r.Incomplete(); len(got) != 0 {
+		t.Errorf("Incomplete() = %q: failed requests are not missing figures", got)
 	}
 }
 
