@@ -84,7 +84,11 @@ docs-page-screenshot: chromium test-binary ## rewrite docs/api-reference.png: th
 chart-docs-check: ## fail, with a diff, when charts/plantstore/README.md is not what values.yaml generates, or its types and enumerations disagree with values.schema.json
 	GO=$(GO) tools/helmdocs/chart-docs.sh check
 
-test: test-go test-api test-monitoring test-tools ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, OpenAPI, dashboards and alerts
+# Two of the four at a time, each one's output printed whole when it ends:
+# the fault scenarios of test-go spend most of their time waiting for a
+# failover or a restart, time the render and browser tests use.
+test: ## the whole suite: unit, real-Redis integration, end-to-end, chaos (bounded), fuzz seeds, OpenAPI, dashboards and alerts
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-api test-monitoring test-tools
 
 test-go: redis-server test-binary ## the service's tests (go test -race ./...)
 	PLANTSTORE_TEST_BINARY=$(TEST_BIN) $(GO) test -race -count=1 -timeout 30m ./...
