@@ -19,6 +19,10 @@
 #   CLUSTER_LOAD_RATE    creates per second of the scenarios' load (default 250)
 #   CLUSTER_FULL=1       every variant of the long scenarios (`make
 #                        chaos-cluster`); without it, the bounded set CI runs
+#   CLUSTER_WAIT_FOR     a file: the run starts the cluster and makes the
+#                        releases, then waits for the file to exist before
+#                        the first scenario puts load on the cluster (.ci/run:
+#                        make test's end)
 #   CLUSTER_TIMEOUT      bound of the run in seconds once the cluster's own
 #                        tools are built (default 3600; the builds before it
 #                        are not bounded, those of the later scenarios' tools
@@ -445,9 +449,19 @@ joined_all() {
   for name in "${!BESIDE_PID[@]}"; do joined "$name"; done
 }
 
+# wait_go: with CLUSTER_WAIT_FOR, wait for its file once (05-release.sh
+# after making the releases, or before the first other scenario).
+wait_go() {
+  [[ -n ${CLUSTER_WAIT_FOR:-} ]] || return 0
+  stage "waiting for $CLUSTER_WAIT_FOR (CLUSTER_WAIT_FOR)"
+  until [[ -e $CLUSTER_WAIT_FOR ]]; do sleep 1; done
+  CLUSTER_WAIT_FOR=''
+}
+
 # ---------------------------------------------------------------------------
 for f in "$TOOLS_MOD"/cluster-test.d/*.sh; do
   [[ $(basename "$f") =~ ${CLUSTER_SCENARIOS:-.} ]] || continue
+  [[ $(basename "$f") == 0[35]-* ]] || wait_go
   started_before=("${!BESIDE_PID[@]}")
   if head -n 5 "$f" | grep -q '^# runs beside the next scenario'; then
     # shellcheck source=/dev/null

@@ -308,7 +308,8 @@ cluster_up_once() {
     >"$WORK/etcd.log" 2>&1 &
   ETCD_PID=$!
   local i
-  for i in $(seq 100); do
+  # Up to a minute: .ci/run runs this beside the cluster's scenarios at nice 19.
+  for i in $(seq 300); do
     (exec 3<>"/dev/tcp/127.0.0.1/$etcd_port") 2>/dev/null && break
     kill -0 "$ETCD_PID" 2>/dev/null || { echo "etcd exited"; tail -n 20 "$WORK/etcd.log"; return 1; }
     sleep 0.2

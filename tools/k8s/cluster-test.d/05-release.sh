@@ -135,6 +135,10 @@ else
   pass "$NOW refused under another key: $(grep -m1 'verify: FAIL' "$CLUSTER_DIR/logs/verify-other-key.log" | sed 's/^verify: FAIL //')"
 fi
 
+# The releases are made and checked: from here on the scenarios load the
+# cluster (CLUSTER_WAIT_FOR, .ci/run).
+wait_go
+
 # api_images NS: the image ids the API pods run, one a line (pods still
 # terminating after a rollout are not counted).
 api_images() {
