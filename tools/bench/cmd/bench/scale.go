@@ -291,6 +291,9 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		if err := rdb.Do(ctx, "latency", "reset").Err(); err != nil {
 			return err
 		}
+		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+			return err
+		}
 		if svc != nil {
 			svc.p.stop(5 * time.Second)
 		}
@@ -335,6 +338,9 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 				size.Ops = append(size.Ops, m)
 				h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d", tag, op, c, m.Rate, m.P50, m.P99, m.Failed)
 			}
+		}
+		if size.UsecPerCall, err = usecPerCall(ctx, rdb); err != nil {
+			return err
 		}
 		create := svc.target.With(load.Create{IDs: &h.ids})
 		base, err := openFor(ctx, create, o.forkRate, func() bool { return true }, min(2*time.Second, 2*o.window))
@@ -529,6 +535,33 @@ func longestCommands(ctx context.Context, rdb *redis.Client) (fast, other int64,
 		}
 	}
 	return fast, other, nil
+}
+
+// usecPerCall reads INFO commandstats' usec_per_call of report.CallCommands.
+func usecPerCall(ctx context.Context, rdb *redis.Client) (map[string]float64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseUsecPerCall(info)
+}
+
+// parseUsecPerCall reads the usec_per_call of report.CallCommands out of
+// INFO commandstats' answer; a command not called is left out.
+func parseUsecPerCall(info string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, c := range report.CallCommands {
+		for f := range strings.SplitSeq(infoField(info, "cmdstat_"+c), ",") {
+			if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+				n, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return nil, fmt.Errorf("INFO commandstats of %s: %w", c, err)
+				}
+				out[c] = n
+			}
+		}
+	}
+	return out, nil
 }
 
 // dirSize is the bytes of the files in dir.

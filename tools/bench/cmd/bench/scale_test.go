@@ -66,6 +66,18 @@ func TestSubscriber(t *testing.T) {
 	}
 }
 
+func TestParseUsecPerCall(t *testing.T) {
+	info := "# Commandstats\r\ncmdstat_get:calls=10,usec=25,usec_per_call=2.50,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_evalsha:calls=4,usec=40,usec_per_call=10.00,rejected_calls=0,failed_calls=0\r\n"
+	got, err := parseUsecPerCall(info)
+	if err != nil || len(got) != 2 || got["get"] != 2.5 || got["evalsha"] != 10 {
+		t.Errorf("parseUsecPerCall = %v, %v; want get 2.5, evalsha 10, nothing else", got, err)
+	}
+	if _, err := parseUsecPerCall("cmdstat_get:calls=1,usec_per_call=x\r\n"); err == nil {
+		t.Error("a usec_per_call that is not a number: no error")
+	}
+}
+
 func TestScalePaths(t *testing.T) {
 	data, png := scalePaths("/r/docs/performance.md")
 	if data != "/r/docs/performance-scale.json" || png != "/r/docs/performance-scale.png" {

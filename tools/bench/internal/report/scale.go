@@ -92,7 +92,15 @@ type ScaleSize struct {
 	// other command. A GET or SET that takes 100 ms is Redis not getting
 	// the CPU, not the store's cost.
 	LongestFastMs, LongestCommandMs int64
+	// UsecPerCall is Redis's own time a call of each command the
+	// operations send (INFO commandstats over the size's phases): what the
+	// store's work costs Redis at the size, whatever the machine did.
+	UsecPerCall map[string]float64 `json:",omitempty"`
 }
+
+// CallCommands are the commands of UsecPerCall, in the table's order: the
+// create and delete scripts, a read, a page's two round trips.
+var CallCommands = []string{"evalsha", "get", "zrange", "mget"}
 
 // OpMeasure is one operation's closed loop at one number of connections.
 type OpMeasure struct {
@@ -356,6 +364,15 @@ func Sizing(r *ScaleRun) []byte {
 	row("Redis's longest fast command / other command, ms", func(_ int, s ScaleSize) string {
 		return fmt.Sprintf("%d / %d", s.LongestFastMs, s.LongestCommandMs)
 	})
+	if len(r.Sizes[0].UsecPerCall) > 0 {
+		row("Redis µs a call: "+strings.ToUpper(strings.Join(CallCommands, " / ")), func(_ int, s ScaleSize) string {
+			var cells []string
+			for _, c := range CallCommands {
+				cells = append(cells, num(s.UsecPerCall[c], 2))
+			}
+			return strings.Join(cells, " / ")
+		})
+	}
 	row("used_memory per plant, B (÷ plant + key)", func(_ int, s ScaleSize) string {
 		return fmt.Sprintf("%s (%s)", num(s.PerPlant(), 0), num(s.PerPlant()/own, 2))
 	})
