@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# skaffold's custom build of plantstore's development image, and the compile
+# step of its file sync (skaffold.yaml). The development image is never the
+# release image (tools/image/build.sh, the Dockerfile): its PID 1 is
+# tools/k8s/cmd/k8s-devrun, which starts the service again whenever skaffold
+# syncs a new bin/dev/plantstore into the pod; tools/k8s/cmd/k8s-devimage
+# writes it in a moment, without a daemon.
+#
+#   tools/k8s/skaffold-dev-build.sh          the image $IMAGE (skaffold's
+#                                            custom build sets IMAGE and
+#                                            PUSH_IMAGE)
+#   tools/k8s/skaffold-dev-build.sh binary   only bin/dev/plantstore
+#                                            (skaffold's custom test, run on
+#                                            every saved Go file: the binary
+#                                            the sync sends)
+#   tools/k8s/skaffold-dev-build.sh deps     the image's dependencies, a JSON
+#                                            array (skaffold's paths must
+#                                            each match a file, and
+#                                            bin/dev/plantstore is missing
+#                                            until the first build)
+#
+# The image is loaded into the Docker Engine API at $DOCKER_HOST (Docker, or
+# the podman API service of tools/k8s/skaffold.sh), pushed with skopeo when
+# PUSH_IMAGE=true, and, under tools/k8s/skaffold.sh (PLANTSTORE_TEST_CLUSTER
+# set to the cluster's directory), imported into the test cluster's nodes
+# under the tag skaffold deploys: the image's ID.
+#
+# Environment: DEV_DEBUG=1 (the debug profile): the binary is built for Delve
+# (the module's packages without optimizations or inlining, with DWARF) and
+# the image carries dlv, built from tools/go.mod. GOARCH (default the host's).
+set -euo pipefail
+TOOLS_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$TOOLS_MOD/../.." && pwd)
+OUT=$REPO/bin/dev
+if [[ ${1:-} == deps ]]; then
+  cd "$REPO"
+  deps=(go.mod go.sum tools/k8s/skaffold-dev-build.sh tools/k8s/cmd/k8s-devrun/*.go tools/k8s/cmd/k8s-devimage/*.go)
+  # Listed from the start, as an empty file until the first build writes it:
+  # skaffold lists the dependencies before that build and registers its
+  # watch with that list, and a binary appearing in a later list would be
+  # "added", and synced once for nothing.
+  [[ -f bin/dev/plantstore ]] || { mkdir -p bin/dev && : >bin/dev/plantstore; }
+  deps+=(bin/dev/plantstore)
+  printf '"%s",' "${deps[@]}" | sed 's/^/[/; s/,$/]/'
+  exit 0
+fi
+PKG=github.com/plantstore/plantstore
+export GOWORK=off
+command -v go >/dev/null || { echo "skaffold-dev-build.sh: needs Go (https://go.dev/dl)" >&2; exit 1; }
+mkdir -p "$OUT/tools"
+# What runs in the image: static, for Linux (GOARCH: the host's unless set).
+linux() { CGO_ENABLED=0 GOOS=linux "$@"; }
+
+# binary: go build skips the write when the binary is up to date, so an edit
+# that does not change it (a test file) syncs nothing.
+binary() {
+  # No VCS stamp (git status on every edit), no DWARF compiled or linked
+  # and no symbol table: less to compile, link and sync.
+  local flags=(-buildvcs=false -gcflags "all=-dwarf=false" -ldflags "-s -w -X $PKG/internal/version.Version=dev -X $PKG/internal/version.Revision=dev")
+  if [[ ${DEV_DEBUG:-} == 1 ]]; then
+    flags=(-buildvcs=false -gcflags "$PKG/...=-N -l" -ldflags "-X $PKG/internal/version.Version=dev-debug -X $PKG/internal/version.Revision=dev")
+  fi
+  # The link's output renamed into place, not copied across file systems:
+  # skaffold never reads (and syncs) half a binary.
+  mkdir -p "$OUT/.gotmp"
+  (cd "$REPO" && GOTMPDIR=$OUT/.gotmp linux go build "${flags[@]}" -o "$OUT/plantstore" ./cmd/plantstore)
+}
+if [[ ${1:-} == binary ]]; then
+  binary
+  exit 0
+fi
+: "${IMAGE:?set by skaffold (the image to build)}"
+
+binary
+(cd "$TOOLS_MOD" && linux go build -o "$OUT/tools/" ./cmd/k8s-devrun && go build -o "$OUT/tools/" ./cmd/k8s-devimage)
+dlv=()
+if [[ ${DEV_DEBUG:-} == 1 ]]; then
+  (cd "$REPO/tools" && linux go build -trimpath -ldflags=-s -o "$OUT/tools/dlv" github.com/go-delve/delve/cmd/dlv)
+  dlv=(-dlv "$OUT/tools/dlv")
+fi
+
+# The full name the kubelet asks containerd for (a bare "plantstore" is
+# docker.io/library/plantstore): the archive, the load and the import use it.
+full=$IMAGE first=${IMAGE%%/*}
+if [[ $IMAGE != */* ]]; then full=docker.io/library/$IMAGE
+elif [[ $first != *.* && $first != *:* && $first != localhost ]]; then full=docker.io/$IMAGE
+fi
+archive=$OUT/image.tar
+load=(-load)
+[[ ${PUSH_IMAGE:-false} != true ]] || load=()
+id=$("$OUT/tools/k8s-devimage" -o "$archive" -tag "$full" -arch "$(linux go env GOARCH)" -base-etc "$REPO/tools/image/base/etc" \
+  -devrun "$OUT/tools/k8s-devrun" -binary "$OUT/plantstore" "${dlv[@]}" "${load[@]}")
+
+if [[ ${PUSH_IMAGE:-false} == true ]]; then
+  command -v skopeo >/dev/null || { echo "skaffold-dev-build.sh: pushing needs skopeo (apt-get install skopeo)" >&2; exit 1; }
+  skopeo copy --quiet "docker-archive:$archive" "docker://$IMAGE"
+elif [[ -n ${PLANTSTORE_TEST_CLUSTER:-} ]]; then
+  # skaffold deploys REPO:ID (build.TagWithImageID), which the kubelet asks
+  # containerd for by its full name: tagged so on every node.
+  CLUSTER_DIR=$PLANTSTORE_TEST_CLUSTER "$TOOLS_MOD/cluster.sh" import "$archive" >/dev/null
+  deployed=${full%:*}:${id#sha256:}
+  for sock in $(CLUSTER_DIR=$PLANTSTORE_TEST_CLUSTER "$TOOLS_MOD/cluster.sh" nodes | awk '{print $4}'); do
+    ctr --address "$sock" -n k8s.io images tag --force "$full" "$deployed" >/dev/null
+  done
+fi
+rm -f "$archive"
+echo "built $IMAGE (development image $id: devrun, ${dlv[*]:+dlv, }bin/dev/plantstore)"
