@@ -27,7 +27,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster chaos-cluster cluster-up cluster-down bench bench-chain bench-load bench-scale bench-scale-short bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
+.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster chaos-cluster cluster-up cluster-down dev bench bench-chain bench-load bench-scale bench-scale-short bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -132,6 +132,9 @@ cluster-up: ## start the three-node test cluster (CLUSTER_NODES=1: one node) and
 
 cluster-down: ## stop the test cluster and remove every trace of it
 	tools/k8s/cluster.sh down
+
+dev: ## the loop in a cluster: skaffold dev on the test cluster (one node started when none is up; DEV_KUBE_CONTEXT=name: an existing context, with Docker), a saved Go file answering in seconds through file sync; prints the API's URL, /docs and a token; Ctrl-C cleans up (DEV_DEBUG=1: under Delve)
+	tools/k8s/skaffold-dev.sh
 
 bench: bench-chain bench-load bench-store ## the benchmarks below
 
