@@ -352,8 +352,14 @@ func TestChaosWebhookReplicaKill(t *testing.T) {
 	b := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr, Extra: args})
 	waitDelivered(t, recv, want, 30*time.Second)
 	took := time.Since(killed)
-	families, _ := b.Metrics(t)
-	byB := metricSum(families, "plantstore_webhook_deliveries_total", map[string]string{"outcome": "delivered"})
+	// B counts a delivery once its answer is in, after the receiver has
+	// recorded it: the last count may lag waitDelivered.
+	var byB float64
+	servicetest.Eventually(5*time.Second, 20*time.Millisecond, func() bool {
+		families, _ := b.Metrics(t)
+		byB = metricSum(families, "plantstore_webhook_deliveries_total", map[string]string{"outcome": "delivered"})
+		return byB == float64(len(want))
+	})
 	if byB != float64(len(want)) {
 		t.Errorf("replica B delivered %v, want all %d (A delivered none)", byB, len(want))
 	}
