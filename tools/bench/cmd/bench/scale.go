@@ -115,15 +115,10 @@ func (h *harness) scaleMain(ctx context.Context) int {
 	sr.Machine = h.run.Machine
 	sr.Machine.LoadAfter = procfs.LoadAverage()
 	sr.Elapsed = time.Since(h.start)
-	sr.Failures = append(sr.Failures, sr.Incomplete()...)
 	// A request that failed fails the CI run; a full run reports it: on
 	// the shared machine a starved Redis answers some requests past their
 	// deadline (503), and the run's other figures still stand.
-	if h.opts.short {
-		sr.Failures = append(sr.Failures, sr.FailedRequests()...)
-	} else {
-		sr.Errors = sr.FailedRequests()
-	}
+	sr.Judge()
 	if len(sr.Failures) > 0 && h.opts.out == "" && !h.opts.short {
 		out = filepath.Join(h.work, "performance.md")
 		data, png = scalePaths(out)
@@ -160,10 +155,15 @@ func writeScale(sr *report.ScaleRun, out, png, data string, save bool) error {
 		return err
 	}
 	sr.PNG = ""
+	// The verdicts again, from the figures: -render applies the rules
+	// of this harness to the data.
 	if err := report.ScaleChart(sr, png); err != nil {
-		sr.Failures = append(sr.Failures, err.Error())
-	} else if filepath.Dir(png) == filepath.Dir(out) {
-		sr.PNG = filepath.Base(png)
+		sr.Judge(err.Error())
+	} else {
+		sr.Judge()
+		if filepath.Dir(png) == filepath.Dir(out) {
+			sr.PNG = filepath.Base(png)
+		}
 	}
 	previous, err := os.ReadFile(out)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -189,7 +189,7 @@ func (s ScaleSize) Headroom() int64 {
 }
 
 // Incomplete lists the figures the run lacks and the failures it counted:
-// an operation without a rate, a failed request, a fork that failed.
+// an operation without a rate, a fork that failed, an event lost.
 func (r *ScaleRun) Incomplete() []string {
 	var out []string
 	if len(r.Sizes) < 2 {
@@ -213,13 +213,14 @@ func (r *ScaleRun) Incomplete() []string {
 	if m := r.Migration; m != nil && !(m.Seconds > 0) {
 		out = append(out, "the migration has no time")
 	}
-	if o := r.Outbox; o != nil && (o.Lost != 0 || o.Failed != 0 || !o.Drained || o.Created == 0 || o.DeadLetters != 0) {
-		out = append(out, fmt.Sprintf("outbox: %d created, %d creates failed, %d events lost, %d dead letters, drained %v", o.Created, o.Failed, o.Lost, o.DeadLetters, o.Drained))
+	if o := r.Outbox; o != nil && (o.Lost != 0 || !o.Drained || o.Created == 0 || o.DeadLetters != 0) {
+		out = append(out, fmt.Sprintf("outbox: %d created, %d events lost, %d dead letters, drained %v", o.Created, o.Lost, o.DeadLetters, o.Drained))
 	}
 	return out
 }
 
-// FailedRequests lists the operations' phases with failed requests.
+// FailedRequests lists the phases with failed requests: the operations'
+// and the outage's creates (the forks' are a goal).
 func (r *ScaleRun) FailedRequests() []string {
 	var out []string
 	for _, s := range r.Sizes {
@@ -229,7 +230,23 @@ func (r *ScaleRun) FailedRequests() []string {
 			}
 		}
 	}
+	if o := r.Outbox; o != nil && o.Failed > 0 {
+		out = append(out, fmt.Sprintf("outbox: %d of %d creates during the outage failed", o.Failed, o.Created+o.Failed))
+	}
 	return out
+}
+
+// Judge sets the run's verdicts from its figures: the failures (with
+// short, the failed requests too) and the failed requests a full run
+// reports. extra are failures that are not figures (a chart that failed).
+func (r *ScaleRun) Judge(extra ...string) {
+	r.Failures = append(extra, r.Incomplete()...)
+	r.Errors = nil
+	if r.Short {
+		r.Failures = append(r.Failures, r.FailedRequests()...)
+	} else {
+		r.Errors = r.FailedRequests()
+	}
 }
 
 // Goal is one of issue 55's goals, at the largest size.

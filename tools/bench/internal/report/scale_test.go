@@ -59,6 +59,11 @@ func TestScaleGoalsAndFailures(t *testing.T) {
 			r.Outbox = &OutboxMeasure{Created: 10, Received: 9, Lost: 1, Drained: true}
 			return r
 		}, []bool{true, true, true, true}, "1 events lost"},
+		{"not drained", func() *ScaleRun {
+			r := scaleRun(1)
+			r.Outbox = &OutboxMeasure{Created: 10, Received: 10}
+			return r
+		}, []bool{true, true, true, true}, "drained false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.run()
@@ -79,17 +84,32 @@ func TestScaleGoalsAndFailures(t *testing.T) {
 	}
 }
 
-func TestFailedRequests(t *testing.T) {
-	r := scaleRun(1)
-	if got := r.FailedRequests(); len(got) != 0 {
-		t.Errorf("FailedRequests() = %q, want none", got)
-	}
-	r.Sizes[0].Ops[2].Failed, r.Sizes[0].Ops[2].Error = 2, "status 503"
-	if got := r.FailedRequests(); len(got) != 1 || !strings.Contains(got[0], "2 requests failed: status 503") {
-		t.Errorf("FailedRequests() = %q", got)
-	}
-	if got := r.Incomplete(); len(got) != 0 {
-		t.Errorf("Incomplete() = %q: failed requests are not missing figures", got)
+// A failed request is a failure of a -short run and reported by a full
+// one; a missing figure or a lost event fails either.
+func TestJudge(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		short            bool
+		change           func(r *ScaleRun)
+		failures, errors int
+	}{
+		{"clean", false, func(*ScaleRun) {}, 0, 0},
+		{"failed requests", false, func(r *ScaleRun) { r.Sizes[0].Ops[2].Failed = 2 }, 0, 1},
+		{"failed requests, short", true, func(r *ScaleRun) { r.Sizes[0].Ops[2].Failed = 2 }, 1, 0},
+		{"failed creates in the outage", false, func(r *ScaleRun) {
+			r.Outbox = &OutboxMeasure{Created: 10, Received: 10, Failed: 3, Drained: true}
+		}, 0, 1},
+		{"an event lost", false, func(r *ScaleRun) { r.Outbox = &OutboxMeasure{Created: 10, Received: 9, Lost: 1, Drained: true} }, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := scaleRun(1)
+			r.Short = tc.short
+			tc.change(r)
+			r.Judge("chart")
+			if len(r.Failures) != tc.failures+1 || r.Failures[0] != "chart" || len(r.Errors) != tc.errors {
+				t.Errorf("Judge: failures %q, errors %q; want %d and %d", r.Failures, r.Errors, tc.failures, tc.errors)
+			}
+		})
 	}
 }
 
