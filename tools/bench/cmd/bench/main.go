@@ -119,6 +119,7 @@ func realMain() int {
 	fs.Float64Var(&o.scale.forkRate, "fork-rate", 1000, "-scale: creates a second (open loop) during each size's AOF rewrite and RDB snapshot, and during the subscriber's outage")
 	fs.Int64Var(&o.scale.migrate, "migrate-plants", 1000000, "-scale: 1.0.0 plants that plantstore migrate-store is timed over (0: none; 5000 with -short)")
 	fs.DurationVar(&o.scale.outage, "outage", 10*time.Minute, "-scale: how long the webhook subscriber is down under creates, on the largest store (0: not measured; 2s with -short)")
+	fs.DurationVar(&o.scale.drain, "drain", 5*time.Minute, "-scale: how long the harness waits for the outbox to drain once the subscriber is back (10s with -short)")
 	fs.StringVar(&o.profile, "profile", "", "after the rounds, run the service once more with --pprof under the closed loop, save its CPU, allocation, heap, mutex, block and goroutine profiles in this directory, and show the CPU profile's breakdown in the report (make bench-load: bin/profile)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -153,6 +154,7 @@ func realMain() int {
 			"scale-warmup":   func() { o.scale.warmup = 200 * time.Millisecond },
 			"migrate-plants": func() { o.scale.migrate = 5000 },
 			"outage":         func() { o.scale.outage = 2 * time.Second },
+			"drain":          func() { o.scale.drain = 10 * time.Second },
 			"timeout":        func() { o.timeout = 2 * time.Hour },
 		} {
 			if o.short && name != "timeout" || !o.short && name == "timeout" {
@@ -162,8 +164,8 @@ func realMain() int {
 			}
 		}
 		var err error
-		if o.scale.sizes, err = parseSizes(*scaleSizes, o.scale.base); err != nil || o.scale.window <= 0 || o.scale.warmup < 0 || !(o.scale.forkRate > 0) || o.scale.migrate < 0 || o.scale.outage < 0 {
-			fmt.Fprintf(os.Stderr, "bench: -scale-sizes must be ascending plant counts above -scale-base (%v); -scale-window, -fork-rate positive; -migrate-plants, -outage not negative\n", err)
+		if o.scale.sizes, err = parseSizes(*scaleSizes, o.scale.base); err != nil || o.scale.window <= 0 || o.scale.warmup < 0 || !(o.scale.forkRate > 0) || o.scale.migrate < 0 || o.scale.outage < 0 || o.scale.drain <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -scale-sizes must be ascending plant counts above -scale-base (%v); -scale-window, -fork-rate positive; -drain positive; -migrate-plants, -outage not negative\n", err)
 			return 2
 		}
 	}

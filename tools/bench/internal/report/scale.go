@@ -140,10 +140,13 @@ type OutboxMeasure struct {
 	Created     int64 // creates answered 200 during the outage
 	Failed      int64 // creates that failed
 	MaxBacklog  int64 // events and deliveries waiting, the most seen
-	MemoryBytes int64 // used_memory at the end of the outage less after the drain
+	MemoryBytes int64 // used_memory at the end of the outage less at the end of the drain
 	DrainSec    float64
 	Delivered   int64 // distinct plant.created events the subscriber took during the drain
 	Received    int64 // distinct plant.created events of the outage's creates received in all
+	// Pending are the events and deliveries still in the outbox at the end
+	// (the drain is bounded); Lost, the events neither received nor pending.
+	Pending     int64
 	Lost        int64
 	DeadLetters int64
 	Drained     bool
@@ -213,8 +216,8 @@ func (r *ScaleRun) Incomplete() []string {
 	if m := r.Migration; m != nil && !(m.Seconds > 0) {
 		out = append(out, "the migration has no time")
 	}
-	if o := r.Outbox; o != nil && (o.Lost != 0 || !o.Drained || o.Created == 0 || o.DeadLetters != 0) {
-		out = append(out, fmt.Sprintf("outbox: %d created, %d events lost, %d dead letters, drained %v", o.Created, o.Lost, o.DeadLetters, o.Drained))
+	if o := r.Outbox; o != nil && (o.Lost != 0 || o.Created == 0 || o.DeadLetters != 0) {
+		out = append(out, fmt.Sprintf("outbox: %d created, %d events lost, %d dead letters", o.Created, o.Lost, o.DeadLetters))
 	}
 	return out
 }
@@ -422,10 +425,16 @@ func Sizing(r *ScaleRun) []byte {
 	if o := r.Outbox; o != nil {
 		p("Webhook subscriber down for %s (answering 503) under %.0f creates/s, on a store of %s plants: %d events recorded, the backlog\n",
 			o.Outage, o.Rate, plantsLabel(o.Plants), o.Created)
-		p("at most %d events and deliveries, %s MiB of Redis memory (%s B an event); back, the subscriber took %d events in\n",
-			o.MaxBacklog, mib(o.MemoryBytes), num(float64(o.MemoryBytes)/math.Max(1, float64(o.Created)), 0), o.Delivered)
-		p("%s s (%s events/s, paced by the retries' backoff), drained %v; %d events lost, %d dead letters, %d creates failed.\n",
-			num(o.DrainSec, 1), num(float64(o.Delivered)/math.Max(o.DrainSec, 1e-9), 0), o.Drained, o.Lost, o.DeadLetters, o.Failed)
+		perEvent := float64(o.MemoryBytes) / math.Max(1, float64(o.Delivered))
+		p("at most %d events and deliveries. Back, the subscriber took %d events in\n", o.MaxBacklog, o.Delivered)
+		drained := fmt.Sprintf("the outbox empty after %s s", num(o.DrainSec, 1))
+		if !o.Drained {
+			drained = fmt.Sprintf("not drained when the harness stopped waiting, %d still in the outbox", o.Pending)
+		}
+		p("%s s (%s events/s); %s; %d events lost (neither received nor in the outbox), %d dead letters; %d creates failed.\n",
+			num(o.DrainSec, 1), num(float64(o.Delivered)/math.Max(o.DrainSec, 1e-9), 0), drained, o.Lost, o.DeadLetters, o.Failed)
+		p("The drain freed %s MiB of Redis memory: %s B an event, so the largest backlog held about %s MiB.\n",
+			mib(o.MemoryBytes), num(perEvent, 0), mib(int64(perEvent*float64(o.MaxBacklog))))
 	}
 	return b.Bytes()
 }

@@ -63,7 +63,7 @@ func TestScaleGoalsAndFailures(t *testing.T) {
 			r := scaleRun(1)
 			r.Outbox = &OutboxMeasure{Created: 10, Received: 10}
 			return r
-		}, []bool{true, true, true, true}, "drained false"},
+		}, []bool{true, true, true, true}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.run()
