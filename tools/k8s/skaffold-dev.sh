@@ -45,7 +45,9 @@ else
   if ! "$TOOLS_MOD/cluster.sh" status >/dev/null 2>&1; then
     [[ $(id -u) == 0 ]] || die "no test cluster in $DIR, and starting one needs root (or use DEV_KUBE_CONTEXT=<a kube context>)"
     echo "make dev: no test cluster in $DIR: starting one (CLUSTER_NODES=${CLUSTER_NODES:-1}; stopped again on Ctrl-C)"
-    CLUSTER_NODES=${CLUSTER_NODES:-1} "$TOOLS_MOD/cluster.sh" up
+    # In a session of its own: the terminal's Ctrl-C reaches this script,
+    # which stops skaffold and then the cluster, not the cluster's processes.
+    CLUSTER_NODES=${CLUSTER_NODES:-1} setsid --wait "$TOOLS_MOD/cluster.sh" up
     started_cluster=1
   fi
   profiles=(test-cluster "${profiles[@]}")
@@ -58,12 +60,16 @@ fi
 log=$(mktemp "${TMPDIR:-/tmp}/plantstore-dev.XXXXXX")
 pid=''
 cleanup() {
-  trap - INT TERM EXIT
+  trap '' INT TERM
+  trap - EXIT
   if [[ -n $pid ]]; then
+    echo "make dev: stopping skaffold (helm uninstall)"
     kill -INT "$pid" 2>/dev/null || true # skaffold dev uninstalls the release
     wait "$pid" 2>/dev/null || true
   fi
   [[ -z ${tail_pid:-} ]] || kill "$tail_pid" 2>/dev/null || true
+  # What it said while cleaning up (the Ctrl-C may have stopped the tail).
+  [[ -z $pid ]] || sed -n '/^Cleaning up/,$p' "$log" | grep -v '^\[plantstore\]' || true
   if ((started_cluster)); then
     echo "make dev: stopping the test cluster it started"
     "$TOOLS_MOD/cluster.sh" down || true
@@ -75,7 +81,9 @@ trap 'exit 130' INT TERM
 
 cd "$REPO"
 p=$(IFS=,; echo "${profiles[*]}")
-"${SKAFFOLD[@]}" dev ${p:+-p "$p"} -n "$NS" --port-forward=user "$@" >"$log" 2>&1 &
+# skaffold in a session of its own too: one Ctrl-C, passed on once (a second
+# one would cut its cleanup short).
+setsid "${SKAFFOLD[@]}" dev ${p:+-p "$p"} -n "$NS" --port-forward=user "$@" >"$log" 2>&1 &
 pid=$!
 tail -n +1 -f "$log" &
 tail_pid=$!
