@@ -35,6 +35,11 @@ func Chart(r *Run, path string) error {
 		row = append(row, concurrencyPlot(r))
 		w += 6 * vg.Inch
 	}
+	return writeRow(path, row, w)
+}
+
+// writeRow draws plots side by side, width w in all, into a PNG at path.
+func writeRow(path string, row []*plot.Plot, w vg.Length) error {
 	c, err := draw.NewFormattedCanvas(w, 5.5*vg.Inch, "png")
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"strings"
 	"time"
 
@@ -551,25 +550,7 @@ func ScaleChart(r *ScaleRun, path string) error {
 		pl.X.Min = float64(r.Sizes[0].Plants) / 1.5
 		pl.X.Max = float64(r.Sizes[len(r.Sizes)-1].Plants) * 1.5
 	}
-	row := []*plot.Plot{lat, mem}
-	c, err := draw.NewFormattedCanvas(15*vg.Inch, 5.5*vg.Inch, "png")
-	if err != nil {
-		return err
-	}
-	tiles := draw.Tiles{Rows: 1, Cols: len(row), PadX: vg.Inch / 4, PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
-	canvases := plot.Align([][]*plot.Plot{row}, tiles, draw.New(c))
-	for i, pl := range row {
-		pl.Draw(canvases[0][i])
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return fmt.Errorf("chart: %w", err)
-	}
-	return f.Close()
+	return writeRow(path, []*plot.Plot{lat, mem}, 15*vg.Inch)
 }
 
 // EncodeScaleRun and DecodeScaleRun are EncodeRun and DecodeRun for a
