@@ -354,9 +354,10 @@ load_result() {
 }
 
 # window_503_ms JSON: from the load's first 503 to its first 200 after the
-# last one (0 without a 503). covered JSON FROM TO: the load ran from before
-# FROM (ms) to after TO.
-window_503_ms() { jq 'if .First503 > 0 then .FirstOKAfter503 - .First503 else 0 end' <<<"$1" 2>/dev/null || echo -1; }
+# last one (0 without a 503; 999999999 when no 200 came after the last 503,
+# so that no bound passes a load that ended inside its window). covered JSON
+# FROM TO: the load ran from before FROM (ms) to after TO.
+window_503_ms() { jq 'if .First503 > 0 then (if .FirstOKAfter503 > 0 then .FirstOKAfter503 - .First503 else 999999999 end) else 0 end' <<<"$1" 2>/dev/null || echo -1; }
 covered() { jq -e --argjson a "$2" --argjson b "$3" '.Start < $a and .End > $b' <<<"$1" >/dev/null 2>&1; }
 # The bound of the 503s while the chart's standalone Redis restarts (an
 # upgrade that changes its spec, a new image): its stop, its new pod's start
