@@ -27,7 +27,7 @@ HELM      ?= $(shell command -v helm 2>/dev/null || echo "$(GO) tool -modfile=to
 RUN_FLAGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster chaos-cluster cluster-up cluster-down dev bench bench-chain bench-load bench-scale bench-scale-short bench-short chaos chaos-short soak lint version-check version-set actions-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
+.PHONY: help build run generate generate-docs generate-check generate-dashboard dashboard-check chart-docs chart-docs-check docs-page-update docs-page-check docs-page-screenshot test test-short test-binary test-go test-api test-monitoring test-tools test-cluster chaos-cluster cluster-up cluster-down dev bench bench-chain bench-load bench-scale bench-scale-short bench-short chaos chaos-short soak lint version-check version-set actions-lint shell-lint renovate-check image-lint image release release-verify release-check chart-lint deploy k8s-validate fmt fuzz fuzz-short redis-server chromium clean
 
 help: ## list the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -172,7 +172,7 @@ bench-scale-short: redis-server ## CI: bench-scale's harness at 200,000 plants, 
 bench-short: redis-server bench-scale-short ## CI: the load harness, 1 round of 1s phases (creates at 50 and 200 connections, the 1.1.0 routes, a 1s CPU profile into bin/profile-short), after bench-scale-short; fails if a phase has no figure or a request failed
 	cd tools/bench && $(GO) run ./cmd/bench -short -profile ../../bin/profile-short $(BENCH_FLAGS)
 
-lint: image-lint generate-check dashboard-check chart-docs-check docs-page-check version-check actions-lint ## go vet, staticcheck, gofmt, every generated file up to date (client, dashboard, chart values table), the reference page's vendored renderer its manifest's, the Dockerfile under BuildKit's rules, the workflows (actionlint); one version everywhere (version-check)
+lint: image-lint generate-check dashboard-check chart-docs-check docs-page-check version-check actions-lint shell-lint ## go vet, staticcheck, gofmt, every generated file up to date (client, dashboard, chart values table), the reference page's vendored renderer its manifest's, the Dockerfile under BuildKit's rules, the workflows (actionlint) and every script (shellcheck); one version everywhere (version-check)
 	$(GO) vet ./...
 	$(TOOL) staticcheck ./...
 	cd tools && $(GO) vet ./monitoring/... ./openapi/... ./internal/... ./version/... ./docspage/...
@@ -197,6 +197,12 @@ actions-lint: ## check .github/workflows with actionlint (and shellcheck when in
 	}
 	@command -v shellcheck >/dev/null 2>&1 || echo "actions-lint: no shellcheck, run: scripts not checked"
 	$(TOOL) actionlint
+
+# The project's scripts at warning level: bash, and the chart's Redis scripts
+# as the POSIX sh the pods run them with (some are `sh -c` texts, no #! line).
+shell-lint: actions-lint ## shellcheck every script of the repository (warnings and errors)
+	shellcheck -S warning $$(git ls-files '*.sh' ':!charts/plantstore/files/redis/*.sh') .ci/run
+	shellcheck -S warning -s sh charts/plantstore/files/redis/*.sh
 
 # Renovate's own validator from npm, not in lint. Pinned to a major: on an old
 # Node.js npx would pick an old renovate that rejects today's options
