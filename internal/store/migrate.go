@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,18 +28,19 @@ type MigrationResult struct {
 	Conflicts []int64
 }
 
-// MigrationWorkers is how many plants MigrateLegacy moves at once on each
+// migrationWorkers is how many plants MigrateLegacy moves at once on each
 // master.
-const MigrationWorkers = 16
+const migrationWorkers = 16
 
 // MigrateLegacy moves the plants version 1.0.0 stored (one key
 // <prefix>plant:{<id>} each, see LegacyPlantKey) into the 1.1.0 layout: each
 // is created through the same script as a POST, so it is indexed atomically,
 // then its 1.0.0 key is deleted. 1.0.0 never changed or deleted a plant, so
 // copying then deleting loses nothing, and a re-run after an interruption
-// finishes the job. Up to MigrationWorkers plants move at once. It scans every master with SCAN (never KEYS), once; plants
-// that 1.0.0 replicas still write while it runs are moved by the next pass
-// (SettleLegacy, docs/storage.md).
+// finishes the job. It scans every master with SCAN (never KEYS), once,
+// moving up to migrationWorkers plants at once; plants that 1.0.0 replicas
+// still write while it runs are moved by the next pass (SettleLegacy,
+// docs/storage.md). Conflicts come in ascending id order.
 func (r *Redis) MigrateLegacy(ctx context.Context) (MigrationResult, error) {
 	var (
 		mu  sync.Mutex
@@ -57,15 +59,15 @@ func (r *Redis) MigrateLegacy(ctx context.Context) (MigrationResult, error) {
 		}
 	}
 	migrateNode := func(ctx context.Context, node redis.UniversalClient) error {
-		// Plants move independently of each other, so MigrationWorkers
+		// Plants move independently of each other, so migrationWorkers
 		// move them at once: one at a time, each waited for its round trips
 		// and, with appendfsync always, its fsyncs (1,200 plants/s on the
 		// bench's machine, 14 minutes for a million).
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		keys := make(chan string, MigrationWorkers)
+		keys := make(chan string, migrationWorkers)
 		var wg sync.WaitGroup
-		for range MigrationWorkers {
+		for range migrationWorkers {
 			wg.Go(func() {
 				for key := range keys {
 					if ctx.Err() != nil {
@@ -108,6 +110,7 @@ func (r *Redis) MigrateLegacy(ctx context.Context) (MigrationResult, error) {
 	if err != nil {
 		return res, classify(fmt.Errorf("migrating 1.0.0 plants: %w", err))
 	}
+	slices.Sort(res.Conflicts) // the workers found them in no order
 	return res, nil
 }
 
