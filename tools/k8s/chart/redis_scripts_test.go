@@ -131,9 +131,14 @@ esac
 cat "$f"
 `
 
+// fakeDateScript reads the fake clock: +%s for the scripts' arithmetic, the
+// time of day to the millisecond (switchover.sh's log) as its seconds.
 const fakeDateScript = `#!/bin/sh
-[ "$*" = +%s ] || { echo "fake date: $*" >&2; exit 2; }
-awk '{ printf "%d\n", $1 }' "$FAKE/clock"
+case "$*" in
+  +%s) awk '{ printf "%d\n", $1 }' "$FAKE/clock" ;;
+  "-u +%H:%M:%S.%3N") awk '{ printf "%.3f\n", $1 }' "$FAKE/clock" ;;
+  *) echo "fake date: $*" >&2; exit 2 ;;
+esac
 `
 
 const fakeSleepScript = `#!/bin/sh
@@ -397,8 +402,19 @@ func TestSwitchoverScript(t *testing.T) {
 			f.reply(master(h1), sentinelMasterReply(h0, "master", 1), sentinelMasterReply(h2, "master", 1))
 			f.reply(master(h2), sentinelMasterReply(h0, "master", 1), sentinelMasterReply(h0, "master", 1), sentinelMasterReply(h2, "master", 1))
 			got := run(h0)
-			if want := "switchover: " + h0 + " hands over to " + h2 + " after 1s (failover asked of " + h1 + ")"; got.code != 0 || got.stdout != want {
-				t.Fatalf("switchover.sh exited %d printing %q, want %q: %s", got.code, got.stdout, want, got.stderr)
+			// Each step logged at its time on the fake clock (from 1000000 s): the retry after
+			// a second, the first Sentinel with the new master on record, the
+			// second 0.2 s later.
+			want := strings.Join([]string{
+				"switchover: 1000000.000 " + h0 + ": writes paused",
+				"switchover: 1000000.000 the Sentinel of " + h1 + " answered 'INPROG Failover already in progress'",
+				"switchover: 1000000.000 the Sentinel of " + h2 + " answered 'INPROG Failover already in progress'",
+				"switchover: 1000001.000 failover asked of the Sentinel of " + h1,
+				"switchover: 1000001.200 " + h2 + " on record as the master (Sentinels still naming " + h0 + ": " + h2 + ")",
+				"switchover: 1000001.400 " + h0 + " hands over to " + h2 + " after 1s (failover asked of " + h1 + ")",
+			}, "\n")
+			if got.code != 0 || got.stdout != want {
+				t.Fatalf("switchover.sh exited %d printing\n%s\nwant\n%s\n%s", got.code, got.stdout, want, got.stderr)
 			}
 			calls := f.calls()
 			if calls[1] != "127.0.0.1:6379 CLIENT PAUSE 20000 WRITE" || calls[len(calls)-1] != "127.0.0.1:6379 CLIENT KILL TYPE normal" {
@@ -415,7 +431,7 @@ func TestSwitchoverScript(t *testing.T) {
 			f.reply(failover(h1), inprog)
 			f.unresolved(h2)
 			got := run(h0)
-			if want := "switchover: " + h0 + " hands over to none (writes unpaused) after 20s (failover asked of no Sentinel)"; got.code != 0 || got.stdout != want {
+			if want := "switchover: " + h0 + " hands over to none (writes unpaused) after 20s (failover asked of no Sentinel)"; got.code != 0 || lastStep(got.stdout) != want {
 				t.Fatalf("switchover.sh exited %d printing %q, want %q: %s", got.code, got.stdout, want, got.stderr)
 			}
 			if calls := f.calls(); calls[len(calls)-1] != "127.0.0.1:6379 CLIENT UNPAUSE" {
@@ -428,7 +444,7 @@ func TestSwitchoverScript(t *testing.T) {
 			f.reply(master(h1), sentinelMasterReply(h1, "master", 1))
 			f.reply(master(h2), sentinelMasterReply(h0, "s_down,master", 1))
 			got := run(h0)
-			if want := "switchover: " + h0 + " hands over to none (writes unpaused) after 20s (failover asked of " + h1 + ")"; got.code != 0 || got.stdout != want {
+			if want := "switchover: " + h0 + " hands over to none (writes unpaused) after 20s (failover asked of " + h1 + ")"; got.code != 0 || lastStep(got.stdout) != want {
 				t.Fatalf("switchover.sh exited %d printing %q, want %q: %s", got.code, got.stdout, want, got.stderr)
 			}
 		}},
@@ -566,4 +582,15 @@ func TestRedisStartScript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lastStep is switchover.sh's last line, its verdict, without its time.
+func lastStep(out string) string {
+	line := out[strings.LastIndex(out, "\n")+1:]
+	if rest, ok := strings.CutPrefix(line, "switchover: "); ok {
+		if _, after, ok := strings.Cut(rest, " "); ok {
+			return "switchover: " + after
+		}
+	}
+	return line
 }

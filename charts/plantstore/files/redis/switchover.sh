@@ -15,18 +15,24 @@ set -u
 # value the container started with).
 [ -r /etc/redis-auth/password ] && { REDISCLI_AUTH=$(cat /etc/redis-auth/password); export REDISCLI_AUTH; }
 me=$1
+# say: a step, with the time to the millisecond (GNU date; a date without %N prints it as is), for the
+# pod's log: a handover slower than its few seconds shows which step took them.
+say() { echo "switchover: $(date -u +%H:%M:%S.%3N) $*"; }
 role() { redis-cli -h 127.0.0.1 --raw info replication | tr -d '\r' | sed -n 's/^role://p'; }
 [ "$(role)" = master ] || exit 0
 start=$(date +%s)
 end=$((start + 20))
 redis-cli -h 127.0.0.1 CLIENT PAUSE 20000 WRITE >/dev/null
+say "$me: writes paused"
 # A Sentinel refuses while an earlier failover is still being completed
 # (INPROG): ask again until one accepts.
 asked=""
 while [ -z "$asked" ] && [ "$(date +%s)" -lt "$end" ]; do
   for host in $REDIS_HOSTS; do
     [ "$host" = "$me" ] && continue
-    [ "$(timeout 3 redis-cli -h "$host" -p 26379 SENTINEL failover $MASTER_NAME 2>&1)" = OK ] && { asked=$host; break; }
+    reply=$(timeout 3 redis-cli -h "$host" -p 26379 SENTINEL failover $MASTER_NAME 2>&1)
+    [ "$reply" = OK ] && { asked=$host; break; }
+    say "the Sentinel of $host answered '${reply:-nothing within 3s}'"
   done
   [ -n "$asked" ] || sleep 1
 done
@@ -37,7 +43,8 @@ done
 # Sentinels convert it only after seeing it report the wrong role for a
 # while, past the pause, and a REPLICAOF here would start a full sync whose
 # first AOF rewrite makes Redis refuse the SIGTERM that follows.
-new=""
+new="" first=""
+[ -z "$asked" ] || say "failover asked of the Sentinel of $asked"
 while [ -n "$asked" ] && [ -z "$new" ] && [ "$(date +%s)" -lt "$end" ]; do
   agreed="" stale=""
   for host in $REDIS_HOSTS; do
@@ -47,6 +54,7 @@ while [ -n "$asked" ] && [ -z "$new" ] && [ "$(date +%s)" -lt "$end" ]; do
     [ -n "$rec" ] || continue
     if [ "$rec" = "$me" ]; then stale=$host; else agreed=$rec; fi
   done
+  [ -n "$agreed" ] && [ -z "$first" ] && { first=$agreed; say "$first on record as the master (Sentinels still naming $me: ${stale:-none})"; }
   [ -n "$agreed" ] && [ -z "$stale" ] && new=$agreed
   [ -n "$new" ] || sleep 0.2
 done
@@ -57,4 +65,4 @@ if [ -n "$new" ]; then
 else
   redis-cli -h 127.0.0.1 CLIENT UNPAUSE >/dev/null
 fi
-echo "switchover: $me hands over to ${new:-none (writes unpaused)} after $(($(date +%s) - start))s (failover asked of ${asked:-no Sentinel})"
+say "$me hands over to ${new:-none (writes unpaused)} after $(($(date +%s) - start))s (failover asked of ${asked:-no Sentinel})"
