@@ -81,7 +81,10 @@ type Worker struct {
 	log     *zap.Logger
 	now     func() time.Time
 
-	slots  chan struct{}
+	slots chan struct{}
+	// freed wakes the loop when a delivery ends: with every slot taken it
+	// waits for one, not for a poll interval.
+	freed  chan struct{}
 	mu     sync.Mutex
 	perSub map[string]chan struct{}
 }
@@ -90,26 +93,33 @@ type Worker struct {
 func NewWorker(outbox store.Outbox, subs *Subscribers, sender *Sender, policy Policy, metrics *Metrics, tp trace.TracerProvider, log *zap.Logger) *Worker {
 	return &Worker{outbox: outbox, subs: subs, sender: sender, policy: policy, metrics: metrics,
 		tracer: tp.Tracer("github.com/plantstore/plantstore/internal/webhook"), log: log, now: time.Now,
-		slots: make(chan struct{}, policy.InFlight), perSub: map[string]chan struct{}{}}
+		slots: make(chan struct{}, policy.InFlight), freed: make(chan struct{}, 1), perSub: map[string]chan struct{}{}}
 }
 
 // Run delivers until ctx ends, then waits for the deliveries under way
-// (each bounded by the sender's timeout).
+// (each bounded by the sender's timeout). It claims no more than its free
+// slots and its subscribers' free slots can take (a task for a busy
+// subscriber is put off again), and polls again at once while it finds
+// work and has room, and otherwise when a delivery ends or PollInterval
+// has passed.
 func (w *Worker) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for ctx.Err() == nil {
-		if keys := w.subs.Keys(); len(keys) > 0 {
+		keys := w.subs.Keys()
+		if len(keys) > 0 {
 			if _, err := w.outbox.FanOut(ctx, keys, fanOutBatch); err != nil && ctx.Err() == nil {
 				w.log.Warn("fanning out webhook events failed; retrying", zap.Error(err))
 			}
 		}
-		free := cap(w.slots) - len(w.slots)
+		room := cap(w.slots) - len(w.slots)
+		if len(keys) > 0 {
+			room = min(room, w.subscriberRoom(keys))
+		} // else only tasks of removed subscribers are left, to put off or drop
 		var tasks []store.Task
-		if free > 0 {
-			perShard := max(1, free/store.Shards)
+		if room > 0 {
 			var err error
-			tasks, err = w.outbox.Claim(ctx, w.now(), perShard, w.policy.Lease)
+			tasks, err = w.outbox.Claim(ctx, w.now(), max(1, room/store.Shards), w.policy.Lease)
 			if err != nil && ctx.Err() == nil {
 				w.log.Warn("claiming webhook deliveries failed; retrying", zap.Error(err))
 			}
@@ -121,17 +131,40 @@ func (w *Worker) Run(ctx context.Context) {
 				return // the rest stay leased, and come back when the lease ends
 			}
 			wg.Go(func() {
-				defer func() { <-w.slots }()
+				defer func() {
+					<-w.slots
+					select {
+					case w.freed <- struct{}{}:
+					default:
+					}
+				}()
 				w.deliver(context.WithoutCancel(ctx), t)
 			})
 		}
-		if len(tasks) == 0 || free == 0 {
+		if room == 0 || len(tasks) == 0 {
 			select {
 			case <-ctx.Done():
+			case <-w.freed:
 			case <-time.After(w.policy.PollInterval):
 			}
 		}
 	}
+}
+
+// subscriberRoom is how many more deliveries the subscribers of keys can
+// take from this replica at once.
+func (w *Worker) subscriberRoom(keys []string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	room := 0
+	for _, k := range keys {
+		if sem, ok := w.perSub[k]; ok {
+			room += cap(sem) - len(sem)
+		} else {
+			room += w.policy.PerSubscriber
+		}
+	}
+	return room
 }
 
 // subscriberSlot takes one of sub's delivery slots, if one is free.

@@ -195,6 +195,48 @@ func TestWorker(t *testing.T) {
 	})
 }
 
+// TestWorkerBusyWaitsForADelivery: with every slot taken the worker polls
+// again when a delivery ends, not after PollInterval (an hour here): a
+// backlog drains at the subscriber's pace.
+func TestWorkerBusyWaitsForADelivery(t *testing.T) {
+	secret, key := testSecret(t, 'g')
+	got, srv := newReceiver(t, secret, false)
+	// Each answer takes a moment, so the loop finds its slots all taken.
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		got.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slow.Close)
+	srv.Close()
+	u, _ := url.Parse(slow.URL + "/hook")
+	rec := store.NewRecording()
+	subs := NewSubscribers([]Subscriber{{URL: u, Secrets: []Secret{key}, Key: "s", Name: "s"}}, func(s []Subscriber) { rec.Set(len(s) > 0) })
+	mem := store.NewMemory().RecordEvents(rec)
+	const events = 20
+	for id := range int64(events) {
+		if _, _, err := mem.Create(context.Background(), plant.Plant{ID: id, Name: "p"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := Policy{MaxAttempts: 3, BackoffBase: time.Second, BackoffMax: time.Second, Lease: time.Minute,
+		PollInterval: time.Hour, InFlight: 2, PerSubscriber: 2, UnknownGrace: time.Second}
+	sender := NewSender(NewGuard([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}), nil, 2*time.Second, 2, "plantstore/test")
+	w := NewWorker(mem.Outbox(), subs, sender, policy, metrics, sdktrace.NewTracerProvider(), zap.NewNop())
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	defer func() { stop(); <-done }()
+	eventually(t, "every event delivered, two at a time, and settled", func() bool {
+		d, _, _, _ := got.snapshot()
+		s, err := mem.Outbox().Stats(context.Background())
+		return d == events && err == nil && s.Tasks == 0
+	})
+}
+
 // TestWorkerUnknownSubscriber: a delivery to a subscriber this replica does
 // not know waits (another replica may know it), then is dropped.
 func TestWorkerUnknownSubscriber(t *testing.T) {
