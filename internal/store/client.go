@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/plantstore/plantstore/internal/tlsca"
 )
@@ -74,9 +75,15 @@ func NewRedisClient(o RedisOptions) (redis.UniversalClient, error) {
 		// CLIENT SETINFO on every new connection costs a round trip and
 		// fails on Redis before 7.2; CLIENT SETNAME already names us.
 		DisableIdentity: true,
-		PoolSize:        o.PoolSize,
-		MaxRetries:      o.MaxRetries,
-		DialTimeout:     o.DialTimeout,
+		// Maintenance notifications are Redis Enterprise's. In go-redis's
+		// default auto mode a new connection asks for them, open-source Redis
+		// refuses (an error in its errorstats), and the fallback that turns
+		// them off rewrites the options that the Conns of one client share,
+		// unguarded: a data race go test -race found.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		PoolSize:                 o.PoolSize,
+		MaxRetries:               o.MaxRetries,
+		DialTimeout:              o.DialTimeout,
 		// One dial per attempt: a refused connection should fail the attempt
 		// now, leaving retries to MaxRetries within the request's deadline,
 		// rather than hold every request for the whole store timeout.

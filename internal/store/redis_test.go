@@ -236,6 +236,40 @@ func TestRedisErrorReplyIsNotUnavailability(t *testing.T) {
 // TestNewRedisClientModes checks which client the options select: one
 // address a single node, several (or --redis-cluster) a Cluster, a master
 // name Sentinel; and that TLS options are checked.
+// TestNewRedisClientSendsNothingRefused: a connection's set-up sends no
+// command that Redis refuses (go-redis's identity and maintenance
+// notification handshakes are off), so Redis's error counts stay the
+// service's own.
+func TestNewRedisClientSendsNothingRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	// One connection, set up before the counts are reset, reads them.
+	admin := srv.Client().Conn()
+	defer admin.Close()
+	if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := store.NewRedisClient(store.RedisOptions{Addrs: []string{srv.Addr}, PoolSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 3 {
+		conn := c.(*redis.Client).Conn()
+		if err := conn.Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Close()
+	}
+	info, err := admin.Info(ctx, "errorstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(info, "errorstat_") {
+		t.Errorf("Redis refused commands of the client's connections:\n%s", info)
+	}
+}
+
 func TestNewRedisClientModes(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
