@@ -31,6 +31,7 @@ type receiver struct {
 	secret string
 	mu     sync.Mutex
 	fail   bool
+	delay  time.Duration // before each answer
 	byID   map[string]int
 	events map[string]client.WebhookEvent
 	bad    int
@@ -44,6 +45,7 @@ func newReceiver(t *testing.T, secret string, fail bool) (*receiver, *httptest.S
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	time.Sleep(r.delay)
 	body, _ := io.ReadAll(req.Body)
 	ev, err := client.ParseWebhookEvent(r.secret, req.Header, body, 0)
 	r.mu.Lock()
@@ -202,13 +204,8 @@ func TestWorkerBusyWaitsForADelivery(t *testing.T) {
 	secret, key := testSecret(t, 'g')
 	got, srv := newReceiver(t, secret, false)
 	// Each answer takes a moment, so the loop finds its slots all taken.
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(20 * time.Millisecond)
-		got.ServeHTTP(w, r)
-	}))
-	t.Cleanup(slow.Close)
-	srv.Close()
-	u, _ := url.Parse(slow.URL + "/hook")
+	got.delay = 20 * time.Millisecond
+	u, _ := url.Parse(srv.URL + "/hook")
 	rec := store.NewRecording()
 	subs := NewSubscribers([]Subscriber{{URL: u, Secrets: []Secret{key}, Key: "s", Name: "s"}}, func(s []Subscriber) { rec.Set(len(s) > 0) })
 	mem := store.NewMemory().RecordEvents(rec)

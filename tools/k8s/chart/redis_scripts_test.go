@@ -136,7 +136,9 @@ cat "$f"
 const fakeDateScript = `#!/bin/sh
 case "$*" in
   +%s) awk '{ printf "%d\n", $1 }' "$FAKE/clock" ;;
-  "-u +%H:%M:%S.%3N") awk '{ printf "%.3f\n", $1 }' "$FAKE/clock" ;;
+  "-u +%H:%M:%S.%3N")
+    # busybox's date (FAKE/date-without-ns) prints %N as it is
+    if [ -e "$FAKE/date-without-ns" ]; then awk '{ printf "%d.%%3N\n", $1 }' "$FAKE/clock"; else awk '{ printf "%.3f\n", $1 }' "$FAKE/clock"; fi ;;
   *) echo "fake date: $*" >&2; exit 2 ;;
 esac
 `
@@ -424,6 +426,19 @@ func TestSwitchoverScript(t *testing.T) {
 				if strings.Contains(c, "UNPAUSE") || strings.Contains(c, "REPLICAOF") || strings.HasPrefix(c, h0+":") {
 					t.Errorf("it called %q", c)
 				}
+			}
+		}},
+		{"a date without %N: the steps' times in whole seconds", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			if err := os.WriteFile(filepath.Join(f.dir, "date-without-ns"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f.reply(role, "# Replication\r\nrole:master\r\nconnected_slaves:2\r")
+			f.reply(failover(h1), "OK")
+			f.reply(master(h1), sentinelMasterReply(h2, "master", 1))
+			f.reply(master(h2), sentinelMasterReply(h2, "master", 1))
+			got := run(h0)
+			if first, _, _ := strings.Cut(got.stdout, "\n"); got.code != 0 || first != "switchover: 1000000 "+h0+": writes paused" {
+				t.Fatalf("switchover.sh exited %d printing\n%s\nwant its first line %q: %s", got.code, got.stdout, "switchover: 1000000 "+h0+": writes paused", got.stderr)
 			}
 		}},
 		{"no Sentinel fails over: writes unpaused after 20s", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {

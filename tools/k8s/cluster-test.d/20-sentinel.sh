@@ -284,8 +284,9 @@ pod_logs_stop "$CLUSTER_DIR/logs/api-drain.log"
 # leading Sentinel's promotion and the other replica's reconfiguration, each
 # confirmed by its once-a-second INFO, the other Sentinel's update from the
 # leader's hello (every 2 s), then the API pods moving to the new master.
-# Its goal is 8 s (1.4-3.3 s measured here); CI's machine took 8.8 and 9.1 s
-# in two runs, so a run fails only past the node-loss scenario's bound
+# Its goal is 8 s (1.4-3.3 s in most runs); 8.8, 9.1 and 10.0 s when the
+# first Sentinel asked did not answer, so a run fails only past the node-loss
+# scenario's bound
 # (SN_KILL_503_MS: down-after and an election): a planned handover never
 # costs more than a lost node. Past the goal, the timeline below is printed
 # either way.

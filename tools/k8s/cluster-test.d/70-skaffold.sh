@@ -130,7 +130,7 @@ fi
 kill -INT "$sk_pid" 2>/dev/null || true
 wait "$sk_pid" 2>/dev/null || true
 # The goal is 20 s on a warm machine. At the end of this run, with the
-# scenarios before it still winding down, it took 21-23 s; the check fails
+# scenarios before it still winding down, it took 21-25 s; the check fails
 # past 40 s (the image path it replaced took 28 s), and says whether the
 # goal held.
 if ((dev_ok)); then

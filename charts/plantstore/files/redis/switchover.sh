@@ -15,9 +15,13 @@ set -u
 # value the container started with).
 [ -r /etc/redis-auth/password ] && { REDISCLI_AUTH=$(cat /etc/redis-auth/password); export REDISCLI_AUTH; }
 me=$1
-# say: a step, with the time to the millisecond (GNU date; a date without %N prints it as is), for the
-# pod's log: a handover slower than its few seconds shows which step took them.
-say() { echo "switchover: $(date -u +%H:%M:%S.%3N) $*"; }
+# say: a step, with the time (to the millisecond where date knows %N: GNU's does, busybox's prints it
+# as is), for the pod's log: a handover slower than its few seconds shows which step took them.
+say() {
+  t=$(date -u +%H:%M:%S.%3N)
+  case $t in *N) t=${t%.*} ;; esac
+  echo "switchover: $t $*"
+}
 role() { redis-cli -h 127.0.0.1 --raw info replication | tr -d '\r' | sed -n 's/^role://p'; }
 [ "$(role)" = master ] || exit 0
 start=$(date +%s)
