@@ -1,6 +1,8 @@
-// Package redistest starts real redis-server processes for tests, on free
-// loopback ports. A test that needs Redis fails when redis-server cannot be
-// started: it never skips, so a green run always means Redis was exercised.
+// Package redistest starts real redis-server processes (servers, Sentinels,
+// Cluster nodes) for tests and the benchmark, on free loopback ports: the
+// one launcher of the project's Redis processes. A test that needs Redis
+// fails when redis-server cannot be started: it never skips, so a green run
+// always means Redis was exercised.
 package redistest
 
 import (
@@ -21,13 +23,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Server is a redis-server process owned by a test.
+// Server is a redis-server process owned by a test (Start) or a program
+// (Launch).
 type Server struct {
-	t    testing.TB
-	Addr string
-	dir  string
-	args []string
-	cmd  *exec.Cmd
+	t        testing.TB // nil for a Server of Launch
+	Addr     string
+	Password string // its --requirepass, "" without one
+	dir      string
+	args     []string
+	cmd      *exec.Cmd
 	// exited is closed when cmd has been waited for.
 	exited <-chan struct{}
 }
@@ -87,14 +91,33 @@ func hostArgs(host string) []string {
 // distinct free ports; extra builds the rest of its command line from all n.
 func startOnFreePorts(t testing.TB, host string, n int, extra func(ports []int) []string) *Server {
 	t.Helper()
-	return launchOnFreePorts(t, host, n, func(ports []int, dir string) []string {
+	return launchOnFreePorts(t, host, n, serverArgs(host, extra))
+}
+
+// serverArgs builds the command line of a server on host from its ports
+// and directory: no persistence unless extra turns it on.
+func serverArgs(host string, extra func(ports []int) []string) func(ports []int, dir string) []string {
+	return func(ports []int, dir string) []string {
 		return append([]string{
 			"--port", strconv.Itoa(ports[0]), "--bind", host, "--dir", dir,
 			"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"),
 			// A replica's first sync starts at once, not after 5 s (7.0's default).
 			"--repl-diskless-sync-delay", "0",
 		}, extra(ports)...)
-	})
+	}
+}
+
+// Launch is Start for a program that is not a test (the benchmark): the
+// server runs in dir, which it empties, with extra appended to its command
+// line (a repeated option overrides), until Stop. The methods that fail a
+// test (Restart, Client, InfoInt, Pause, Resume) are for a Server of Start.
+func Launch(dir string, extra ...string) (*Server, error) {
+	return firstStart("127.0.0.1", 1, func() (string, error) {
+		if err := os.RemoveAll(dir); err != nil {
+			return "", err
+		}
+		return dir, os.MkdirAll(dir, 0o755)
+	}, serverArgs("127.0.0.1", func([]int) []string { return extra }))
 }
 
 // Every redis-server and Sentinel of the tests is started here: they
@@ -125,26 +148,52 @@ var beforeExec func(addr string)
 // on new ones, up to startAttempts times.
 func launchOnFreePorts(t testing.TB, host string, n int, args func(ports []int, dir string) []string) *Server {
 	t.Helper()
+	s, err := firstStart(host, n, func() (string, error) { return t.TempDir(), nil }, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.t = t
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// firstStart is launchOnFreePorts returning its error; newDir gives each
+// try its own empty directory.
+func firstStart(host string, n int, newDir func() (string, error), args func(ports []int, dir string) []string) (*Server, error) {
 	var taken []error
 	for attempt := 1; attempt <= startAttempts; attempt++ {
 		ports, err := freePorts(host, n)
 		if err != nil {
-			t.Fatalf("finding free ports for redis-server: %v", err)
+			return nil, fmt.Errorf("finding free ports for redis-server: %w", err)
 		}
-		dir := t.TempDir()
-		s := &Server{t: t, Addr: net.JoinHostPort(host, strconv.Itoa(ports[0])), dir: dir, args: args(ports, dir)}
+		dir, err := newDir()
+		if err != nil {
+			return nil, err
+		}
+		a := args(ports, dir)
+		s := &Server{Addr: net.JoinHostPort(host, strconv.Itoa(ports[0])), Password: lastValue(a, "--requirepass"), dir: dir, args: a}
 		err = s.launch()
 		if err == nil {
-			t.Cleanup(s.Stop)
-			return s
+			return s, nil
 		}
 		if !errors.Is(err, errPortInUse) {
-			t.Fatal(err)
+			return nil, err
 		}
 		taken = append(taken, err)
 	}
-	t.Fatalf("redis-server found its ports taken %d times in a row:\n%v", startAttempts, errors.Join(taken...))
-	return nil
+	return nil, fmt.Errorf("redis-server found its ports taken %d times in a row:\n%w", startAttempts, errors.Join(taken...))
+}
+
+// lastValue is the value of the last option name in a command line, "" when
+// it has none.
+func lastValue(args []string, name string) string {
+	v := ""
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == name {
+			v = args[i+1]
+		}
+	}
+	return v
 }
 
 // errPortInUse: redis-server could not bind a port chosen as free.
@@ -188,6 +237,10 @@ func (s *Server) launch() error {
 		beforeExec(s.Addr)
 	}
 	cmd := exec.Command(bin, s.args...)
+	// A group of its own (a terminal's ^C reaches only its owner, which
+	// stops it), and killed with its owner: no server outlives a killed
+	// test or benchmark.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server: %w", err)
 	}
@@ -200,7 +253,7 @@ func (s *Server) launch() error {
 	s.exited = exited
 	// A port taken by another process may accept connections and never
 	// answer: the exit is watched beside the pings, not between them.
-	client := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	client := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password, MaxRetries: -1})
 	defer client.Close()
 	pinged := make(chan error, 1)
 	go func() { pinged <- pingOwn(client, cmd.Process.Pid, time.Now().Add(10*time.Second)) }()
@@ -275,7 +328,7 @@ func (s *Server) Stop() {
 
 // Client returns a client of the server, closed when the test ends.
 func (s *Server) Client() *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
 	s.t.Cleanup(func() { _ = c.Close() })
 	return c
 }

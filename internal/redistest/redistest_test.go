@@ -2,13 +2,18 @@ package redistest
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestLaunchReportsPortInUse: a redis-server whose port another process
@@ -202,5 +207,73 @@ func TestStartAndRestart(t *testing.T) {
 	s.Restart()
 	if err := s.Client().Ping(t.Context()).Err(); err != nil {
 		t.Fatalf("after Restart: %v", err)
+	}
+}
+
+// TestLaunch: a server of Launch runs in the directory it was given, emptied
+// first, with its extra options winning over the defaults, and answers
+// with the password it was started with.
+func TestLaunch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "redis")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stale"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Launch(dir, "--appendonly", "yes", "--requirepass", "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if _, err := os.Stat(filepath.Join(dir, "stale")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the directory was not emptied: %v", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, Password: s.Password})
+	defer c.Close()
+	got, err := c.ConfigGet(t.Context(), "appendonly").Result()
+	if err != nil || got["appendonly"] != "yes" {
+		t.Fatalf("CONFIG GET appendonly: %v, %v; want yes", got, err)
+	}
+	if s.Password != "pw" {
+		t.Errorf("Password %q, want pw", s.Password)
+	}
+}
+
+// TestServerDiesWithItsOwner: a test process killed outright (SIGKILL: no
+// cleanup runs) leaves no redis-server behind. The owner is this test
+// binary started again as a child, which starts a server and waits.
+func TestServerDiesWithItsOwner(t *testing.T) {
+	if os.Getenv("REDISTEST_OWNER") != "" {
+		s, err := Launch(os.Getenv("REDISTEST_OWNER"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Println("pid", s.cmd.Process.Pid)
+		select {}
+	}
+	owner := exec.Command(os.Args[0], "-test.run", "^TestServerDiesWithItsOwner$")
+	owner.Env = append(os.Environ(), "REDISTEST_OWNER="+t.TempDir())
+	out, err := owner.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Fscanf(out, "pid %d\n", &pid); err != nil {
+		_ = owner.Process.Kill()
+		t.Fatalf("the owner did not report its server: %v", err)
+	}
+	_ = owner.Process.Kill()
+	_ = owner.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("redis-server %d outlived its killed owner by 5s", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -28,7 +28,7 @@ func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 // everything written so far. It fails the test after within.
 func WaitReplicas(t testing.TB, master *Server, n int, within time.Duration) {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: master.Addr, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: master.Addr, Password: master.Password, MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(within)
 	var last string

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,13 +43,29 @@ func Build() (binary string, cleanup func(), err error) {
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
 	binary = filepath.Join(dir, "plantstore")
-	build := exec.Command("go", "build", "-o", binary, "github.com/plantstore/plantstore/cmd/plantstore")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/plantstore")
+	// In the main module's directory, so that a test of another module (the
+	// tools') builds the service with the service's own dependency versions.
+	_, self, _, _ := runtime.Caller(0)
+	build.Dir = filepath.Join(filepath.Dir(self), "..", "..")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		cleanup()
 		return "", nil, fmt.Errorf("building plantstore: %w", err)
 	}
 	return binary, cleanup, nil
+}
+
+// Binary is Build for one test: the binary it built is removed when the
+// test ends.
+func Binary(t testing.TB) string {
+	t.Helper()
+	bin, cleanup, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	return bin
 }
 
 // Main is the TestMain of a package of tests of the built service: it builds

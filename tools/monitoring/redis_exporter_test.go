@@ -1,9 +1,7 @@
 package monitoring
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,8 +16,10 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
-	"github.com/plantstore/plantstore/tools/internal/servicerun"
+	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestRedisExporterMetricsExistInRealScrape builds the Redis exporter the
@@ -40,22 +40,25 @@ func TestRedisExporterMetricsExistInRealScrape(t *testing.T) {
 
 	const password = "exporter-test-pw-K3v9"
 	const maxmemory = 64 << 20
-	master := servicerun.StartRedisWith(t, password, "--save", "", "--appendonly", "yes",
+	master := redistest.Start(t, "--requirepass", password, "--appendonly", "yes",
 		"--maxmemory", strconv.Itoa(maxmemory), "--maxmemory-policy", "noeviction")
 	host, port, _ := net.SplitHostPort(master.Addr)
-	replica := servicerun.StartRedisWith(t, "", "--save", "", "--appendonly", "no",
-		"--replicaof", host, port, "--masterauth", password)
+	replica := redistest.Start(t, "--replicaof", host, port, "--masterauth", password)
 	_, replicaPort, _ := net.SplitHostPort(replica.Addr)
 	exporter := startRedisExporter(t, bin, "redis://localhost:"+port, password, false)
 
-	if got := redisDo(t, master, "SET", "plant:1", "Monstera"); got != "OK" {
-		t.Fatalf("SET answered %q", got)
+	rdb := master.Client()
+	if err := rdb.Set(t.Context(), "plant:1", "Monstera", 0).Err(); err != nil {
+		t.Fatal(err)
 	}
-	redisDo(t, master, "BGREWRITEAOF")
-	waitFor(t, "the AOF rewrite to end and the replica to be online", func() bool {
-		p, r := redisInfo(t, master, "persistence"), redisInfo(t, master, "replication")
-		return p["aof_rewrite_in_progress"] == "0" && p["aof_rewrites"] == "1" &&
-			r["connected_slaves"] == "1" && strings.Contains(r["slave0"], "state=online")
+	// The replica holds the write, and its acknowledged offset is above 0.
+	redistest.WaitReplicas(t, master, 1, 20*time.Second)
+	if err := rdb.BgRewriteAOF(t.Context()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the AOF rewrite to end", func() bool {
+		p := redisInfo(t, rdb, "persistence")
+		return p["aof_rewrite_in_progress"] == "0" && p["aof_rewrites"] == "1"
 	})
 
 	families := scrape(t, exporter+"/metrics")
@@ -104,7 +107,7 @@ func TestRedisExporterSendsNoPasswordToAForeignTarget(t *testing.T) {
 	t.Parallel()
 	bin := buildRedisExporter(t)
 	const password = "exporter-leak-pw-V7c2"
-	r := servicerun.StartRedisWith(t, password, "--save", "", "--appendonly", "no")
+	r := redistest.Start(t, "--requirepass", password)
 	_, port, _ := net.SplitHostPort(r.Addr)
 	for _, c := range []struct {
 		name     string
@@ -146,7 +149,7 @@ func buildRedisExporter(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "redis_exporter")
 	cmd := exec.Command("go", "build", "-o", bin, "github.com/oliver006/redis_exporter")
-	cmd.Dir = filepath.Join(servicerun.RepoRoot(t), "tools", "k8s", "redis-exporter")
+	cmd.Dir = filepath.Join("..", "k8s", "redis-exporter")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the Redis exporter in %s: %v\n%s", cmd.Dir, err, out)
@@ -201,7 +204,7 @@ func startRedisExporter(t *testing.T, bin, addr, password string, env bool) stri
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if base == "" {
-			if addrs, err := servicerun.ListeningAddrs(cmd.Process.Pid); err == nil && len(addrs) > 0 {
+			if addrs, err := listeningAddrs(cmd.Process.Pid); err == nil && len(addrs) > 0 {
 				base = "http://" + addrs[0]
 			}
 		}
@@ -273,60 +276,15 @@ func (f *foreignHost) received(t *testing.T) string {
 	}
 }
 
-// redisDo sends one command (after AUTH with the server's password) and
-// returns its reply: a status, an integer or a bulk string.
-func redisDo(t *testing.T, r *servicerun.Redis, args ...string) string {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", r.Addr, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	rd := bufio.NewReader(c)
-	send := func(args ...string) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-		}
-		if _, err := io.WriteString(c, b.String()); err != nil {
-			t.Fatal(err)
-		}
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			t.Fatalf("%v: %v", args[0], err)
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch line[0] {
-		case '+', ':':
-			return line[1:]
-		case '$':
-			n, _ := strconv.Atoi(line[1:])
-			if n < 0 {
-				return ""
-			}
-			buf := make([]byte, n+2)
-			if _, err := io.ReadFull(rd, buf); err != nil {
-				t.Fatal(err)
-			}
-			return string(buf[:n])
-		default:
-			t.Fatalf("%s answered %q", args[0], line)
-			return ""
-		}
-	}
-	if r.Password != "" {
-		send("AUTH", r.Password)
-	}
-	return send(args...)
-}
-
 // redisInfo is INFO section as a map of its fields.
-func redisInfo(t *testing.T, r *servicerun.Redis, section string) map[string]string {
+func redisInfo(t *testing.T, rdb *redis.Client, section string) map[string]string {
 	t.Helper()
+	info, err := rdb.Info(t.Context(), section).Result()
+	if err != nil {
+		t.Fatalf("INFO %s: %v", section, err)
+	}
 	out := map[string]string{}
-	for _, line := range strings.Split(redisDo(t, r, "INFO", section), "\r\n") {
+	for _, line := range strings.Split(info, "\r\n") {
 		if k, v, ok := strings.Cut(line, ":"); ok {
 			out[k] = v
 		}
@@ -363,7 +321,7 @@ func scrape(t *testing.T, u string) map[string]*dto.MetricFamily {
 		body, _ := io.ReadAll(resp.Body)
 		t.Fatalf("scraping %s: %s\n%s", u, resp.Status, body)
 	}
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.LegacyValidation)
 	families, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		t.Fatalf("parsing the scrape of %s: %v", u, err)

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/plantstore/plantstore/tools/internal/servicerun"
+	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/servicetest"
 )
 
 // TestMetricsExistInRealScrape builds plantstore from this repository, runs it
@@ -37,8 +37,7 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 		t.FailNow()
 	}
 
-	bin := servicerun.Build(t)
-	redis := servicerun.StartRedis(t)
+	redis := redistest.Start(t)
 	token := "monitoring-test-token-Zx7Qp2Lm9Vb4"
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
@@ -52,12 +51,11 @@ func TestMetricsExistInRealScrape(t *testing.T) {
 	if err := os.WriteFile(subscribers, []byte(hook.url+hookPath+" "+hookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	svc := service{servicerun.Start(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-		"--redis-addr", redis.Addr, "--auth-tokens-file", tokens, "--log-format", "json",
-		"--webhook-subscribers-file", subscribers, "--webhook-allow-cidrs", "127.0.0.0/8",
-		"--webhook-poll-interval", "20ms", "--webhook-backoff-base", "50ms", "--webhook-backoff-max", "200ms",
-		"--webhook-stats-interval", "100ms")}
-	svc.WaitReady(t)
+	svc := service{servicetest.Start(t, servicetest.Binary(t), servicetest.Options{RedisAddr: redis.Addr, NoTokens: true,
+		Extra: []string{"--auth-tokens-file", tokens,
+			"--webhook-subscribers-file", subscribers, "--webhook-allow-cidrs", "127.0.0.0/8",
+			"--webhook-poll-interval", "20ms", "--webhook-backoff-base", "50ms", "--webhook-backoff-max", "200ms",
+			"--webhook-stats-interval", "100ms"}})}
 
 	const plant = `{"id": 1, "name": "Monstera", "tag": "tropical"}`
 	for _, c := range []struct {
@@ -273,7 +271,7 @@ func (s service) waitDelivered(t *testing.T, h *hookReceiver, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d webhook events delivered (%d received) within 15s:\n%s", done, n, events, s.Log())
+			t.Fatalf("%d of %d webhook events delivered (%d received) within 15s:\n%s", done, n, events, s.Logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -416,43 +414,20 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // service is the running plantstore with this test's requests.
-type service struct{ *servicerun.Service }
+type service struct{ *servicetest.Service }
 
 // expect sends one API request and reports a status other than want; it
 // does not stop the test, so that the scrape still shows what was counted.
 func (s service) expect(t *testing.T, what, method, path, auth, body string, want int) {
 	t.Helper()
-	code, got, err := s.Do(method, path, auth, body)
-	if err != nil {
-		t.Errorf("%s: %s %s: %v", what, method, path, err)
-		return
-	}
-	if code != want {
-		t.Errorf("%s: %s %s answered %d, want %d: %s", what, method, path, code, want, got)
+	if r := s.Do(t, method, path, body, map[string]string{"Authorization": auth}); r.Status != want {
+		t.Errorf("%s: %s %s answered %d, want %d: %s", what, method, path, r.Status, want, r.Body)
 	}
 }
 
 // scrape reads the admin /metrics in the Prometheus text format.
 func (s service) scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, s.Admin+"/metrics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		t.Fatalf("scraping %s/metrics: %v", s.Admin, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		t.Fatalf("scraping %s/metrics: %s\n%s", s.Admin, resp.Status, body)
-	}
-	var p expfmt.TextParser
-	families, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parsing the scrape: %v", err)
-	}
+	families, _ := s.Metrics(t)
 	return families
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/plantstore/plantstore/tools/internal/servicerun"
+	"github.com/plantstore/plantstore/internal/servicetest"
 )
 
 var screenshot = flag.String("screenshot", "", "write the reference page's screenshot here (make docs-page-screenshot: docs/api-reference.png)")
@@ -41,12 +41,11 @@ var screenshot = flag.String("screenshot", "", "write the reference page's scree
 // with GET /plants/{id}. It ends with a screenshot of that 200.
 func TestReferencePage(t *testing.T) {
 	chromium := chromiumPath(t)
-	bin := servicerun.Build(t)
 	const token = "reference-page-test-token"
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	writeFile(t, tokens, token+" name=reference-page\n")
-	svc := service{servicerun.Start(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-		"--auth-tokens-file", tokens, "--log-format", "json")}
+	svc := service{servicetest.Start(t, servicetest.Binary(t), servicetest.Options{NoTokens: true,
+		Extra: []string{"--auth-tokens-file", tokens}})}
 	doc, err := loadDocument(svc.call(t, "GET", "/openapi.yaml", "", "", 200))
 	if err != nil {
 		t.Fatalf("the served document: %v", err)

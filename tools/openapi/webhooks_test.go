@@ -21,7 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
-	"github.com/plantstore/plantstore/tools/internal/servicerun"
+	"github.com/plantstore/plantstore/internal/servicetest"
 )
 
 // TestServiceWebhooksMatchTheDocument runs plantstore with a subscriber on
@@ -31,7 +31,6 @@ import (
 // the body, which must also carry no member the document does not declare.
 // The events are built by internal/webhook; nothing here restates them.
 func TestServiceWebhooksMatchTheDocument(t *testing.T) {
-	bin := servicerun.Build(t)
 	hooks := newHookReceiver(t)
 	dir := t.TempDir()
 	const token = "openapi-webhooks-test-token"
@@ -40,10 +39,10 @@ func TestServiceWebhooksMatchTheDocument(t *testing.T) {
 	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a secret of thirty-two bytes....."))
 	writeFile(t, tokens, token+"\n")
 	writeFile(t, subscribers, hooks.URL+"/events "+secret+"\n")
-	svc := service{servicerun.Start(t, bin, "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0",
-		"--auth-tokens-file", tokens, "--log-format", "json",
-		"--webhook-subscribers-file", subscribers, "--webhook-allow-cidrs", "127.0.0.0/8",
-		"--webhook-poll-interval", "20ms")}
+	svc := service{servicetest.Start(t, servicetest.Binary(t), servicetest.Options{NoTokens: true,
+		Extra: []string{"--auth-tokens-file", tokens,
+			"--webhook-subscribers-file", subscribers, "--webhook-allow-cidrs", "127.0.0.0/8",
+			"--webhook-poll-interval", "20ms"}})}
 
 	served := svc.call(t, http.MethodGet, "/openapi.yaml", "", "", http.StatusOK)
 	doc, err := loadDocument(served)
@@ -242,7 +241,7 @@ func (h *hookReceiver) wait(t *testing.T, n int, svc service) []delivery {
 			return got
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d webhooks delivered within 15s; plantstore's log:\n%s", len(got), n, svc.Log())
+			t.Fatalf("%d of %d webhooks delivered within 15s; plantstore's log:\n%s", len(got), n, svc.Logs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -256,18 +255,15 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // service is the running plantstore with this test's requests.
-type service struct{ *servicerun.Service }
+type service struct{ *servicetest.Service }
 
 // call sends one API request, fails the test unless it answers want, and
 // returns the body.
 func (s service) call(t *testing.T, method, path, auth, body string, want int) []byte {
 	t.Helper()
-	code, got, err := s.Do(method, path, auth, body)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+	r := s.Do(t, method, path, body, map[string]string{"Authorization": auth})
+	if r.Status != want {
+		t.Fatalf("%s %s answered %d, want %d: %s", method, path, r.Status, want, r.Body)
 	}
-	if code != want {
-		t.Fatalf("%s %s answered %d, want %d: %s", method, path, code, want, got)
-	}
-	return got
+	return r.Body
 }

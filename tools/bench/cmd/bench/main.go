@@ -32,6 +32,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
@@ -81,6 +82,7 @@ type harness struct {
 
 	mu    sync.Mutex
 	procs []*proc
+	redis []*redistest.Server // stopped after procs, which use them
 	sinks []*sink
 }
 
@@ -416,10 +418,13 @@ func writeFile(path string, b []byte) error {
 // sinks, and removes the work directory unless it should be kept.
 func (h *harness) teardown(failed bool) {
 	h.mu.Lock()
-	procs, sinks := slices.Clone(h.procs), slices.Clone(h.sinks)
+	procs, servers, sinks := slices.Clone(h.procs), slices.Clone(h.redis), slices.Clone(h.sinks)
 	h.mu.Unlock()
 	for _, p := range slices.Backward(procs) {
 		p.stop(5 * time.Second)
+	}
+	for _, s := range servers {
+		s.Stop()
 	}
 	for _, s := range sinks {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

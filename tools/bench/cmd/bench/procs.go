@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/plantstore/plantstore/internal/redistest"
 )
 
 // proc is a child process the harness owns.
@@ -101,134 +102,31 @@ func (p *proc) logTail() string {
 	return strings.Join(lines, "\n")
 }
 
-// freePort returns a loopback port free when chosen, for redis-server to
-// bind (only startRedis, which retries when it is taken first, calls it).
-// It comes from below the kernel's ephemeral range (32768 on): ports of that
-// range go to every ":0" listener and outgoing connection on the machine,
-// so one chosen there and closed is taken far more often.
-func freePort() (int, error) {
-	for range 1000 {
-		port := 10000 + rand.IntN(32768-10000)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			ln.Close()
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free loopback port below 32768 in 1000 tries")
-}
-
-func redisBinary() (string, error) {
-	if p := os.Getenv("REDIS_SERVER"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("redis-server"); err == nil {
-		return p, nil
-	}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
-		return "/usr/bin/redis-server", nil
-	}
-	return "", errors.New("redis-server not found: install it (apt-get install redis-server; make test does it) or set REDIS_SERVER")
-}
-
-// redis-server cannot bind port 0 and report the port it got (--port 0
-// turns TCP off), so its port is chosen first, then bound by the child.
-// Another process may take it in between: a start that fails so
-// (errPortInUse) is tried again on a new port, up to redisStartAttempts
-// times.
-const redisStartAttempts = 10
-
-// errPortInUse: redis-server could not bind a port chosen as free.
-var errPortInUse = errors.New("port taken before redis-server bound it")
-
-// beforeRedisExec, when set (by a test only), is called with the port
-// redis-server is about to be started on, just before it is: the test takes
-// the port there to force the race.
-var beforeRedisExec func(port int)
-
 // startRedis starts redis-server on a free loopback port with the chart's
-// durability (AOF, fsync every second) and waits until it answers.
+// durability (AOF, fsync every second) and waits until it answers. It is
+// stopped at teardown, after every process that uses it.
 func (h *harness) startRedis(ctx context.Context) (string, *redis.Client, error) {
-	bin, err := redisBinary()
+	bin, err := redistest.Binary()
 	if err != nil {
 		return "", nil, err
 	}
-	out, _ := exec.Command(bin, "--version").Output()
+	out, _ := exec.CommandContext(ctx, bin, "--version").Output()
 	h.run.Machine.Redis = strings.TrimSpace(string(out))
-	var taken []error
-	for range redisStartAttempts {
-		port, err := freePort()
-		if err != nil {
-			return "", nil, err
-		}
-		addr, client, err := h.launchRedis(ctx, bin, port)
-		if err == nil || !errors.Is(err, errPortInUse) {
-			return addr, client, err
-		}
-		taken = append(taken, err)
-	}
-	return "", nil, fmt.Errorf("redis-server found its port taken %d times in a row: %w", redisStartAttempts, errors.Join(taken...))
-}
-
-// launchRedis is one start of startRedis, on port, in an emptied data
-// directory. An error wraps errPortInUse when redis-server exited on
-// "Address already in use", or another process (a redis-server of someone
-// else's) answered on the port.
-func (h *harness) launchRedis(ctx context.Context, bin string, port int) (string, *redis.Client, error) {
-	dir := filepath.Join(h.work, "redis")
-	if err := os.RemoveAll(dir); err != nil {
-		return "", nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	logPath := filepath.Join(dir, "redis.log")
-	args := []string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--protected-mode", "yes", "--dir", dir,
-		"--appendonly", "yes", "--appendfsync", h.run.Appendfsync, "--maxmemory-policy", "noeviction",
+	srv, err := redistest.Launch(filepath.Join(h.work, "redis"),
+		"--protected-mode", "yes", "--appendonly", "yes", "--appendfsync", h.run.Appendfsync,
+		"--maxmemory-policy", "noeviction",
 		// No fork lands in a phase: no RDB snapshots, and no automatic AOF
 		// rewrites (resetRedis rewrites between rounds). A rewrite is a fork
 		// and a child writing the whole data set on the two cores, which
 		// fell on whichever variant ran then (docs/performance.md).
-		"--save", "", "--auto-aof-rewrite-percentage", "0",
-		"--logfile", logPath,
-	}
-	if beforeRedisExec != nil {
-		beforeRedisExec(port)
-	}
-	p, err := h.spawn("redis-server", bin, args, os.Environ(), filepath.Join(h.work, "redis.out"))
+		"--save", "", "--auto-aof-rewrite-percentage", "0")
 	if err != nil {
 		return "", nil, err
 	}
-	redisLog := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	// The probe's short timeouts bound each try: a port taken by a process
-	// that accepts and never answers would otherwise hold one for go-redis's
-	// default read timeout, and the exit is checked between tries.
-	probe := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true,
-		DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
-	defer probe.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := probe.Info(ctx, "server").Result()
-		if err == nil {
-			if pid := infoField(info, "process_id"); pid != strconv.Itoa(p.pid()) {
-				p.stop(time.Second)
-				return "", nil, fmt.Errorf("redis-server on %s: %w: process %s answered, not redis-server %d", addr, errPortInUse, pid, p.pid())
-			}
-			return addr, redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true}), nil
-		}
-		if p.exited() {
-			if log := redisLog(); strings.Contains(log, "Address already in use") {
-				return "", nil, fmt.Errorf("redis-server on %s: %w:\n%s", addr, errPortInUse, lastLines([]byte(log), 8))
-			}
-			return "", nil, fmt.Errorf("redis-server exited at start (%v):\n%s\n%s", p.waitErr, p.logTail(), lastLines([]byte(redisLog()), 8))
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return "", nil, fmt.Errorf("redis-server did not answer on %s: %v\n%s", addr, err, p.logTail())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	h.mu.Lock()
+	h.redis = append(h.redis, srv)
+	h.mu.Unlock()
+	return srv.Addr, redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DisableIdentity: true}), nil
 }
 
 // infoField is field's value in INFO's answer, "" without it.

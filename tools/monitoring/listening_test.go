@@ -1,4 +1,4 @@
-package servicerun
+package monitoring
 
 import (
 	"bufio"
@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 )
 
-// ListeningAddrs returns the addresses the TCP sockets of process pid listen
+// listeningAddrs returns the addresses the TCP sockets of process pid listen
 // on, read from /proc (Linux). A program that binds port 0 but does not
 // report the port it got (redis_exporter logs its flag, ":0") is started on
 // port 0 and its port read here: nothing is chosen before the child binds.
-func ListeningAddrs(pid int) ([]string, error) {
+func listeningAddrs(pid int) ([]string, error) {
 	proc := filepath.Join("/proc", strconv.Itoa(pid))
 	fds, err := os.ReadDir(filepath.Join(proc, "fd"))
 	if err != nil {
@@ -85,4 +86,29 @@ func procNetAddr(s string) (string, error) {
 		}
 	}
 	return net.JoinHostPort(ip.String(), strconv.FormatUint(port, 10)), nil
+}
+
+// TestListeningAddrs reads the port of a ":0" listener from /proc, as
+// startRedisExporter does for the exporter, which does not report it.
+func TestListeningAddrs(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		host := map[string]string{"tcp4": "127.0.0.1", "tcp6": "::1"}[network]
+		l, err := net.Listen(network, net.JoinHostPort(host, "0"))
+		if err != nil {
+			t.Logf("%s: %v", network, err) // a machine without IPv6
+			continue
+		}
+		addrs, err := listeningAddrs(os.Getpid())
+		l.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, a := range addrs {
+			found = found || a == l.Addr().String()
+		}
+		if !found {
+			t.Errorf("%s listener %s not among %v", network, l.Addr(), addrs)
+		}
+	}
 }
