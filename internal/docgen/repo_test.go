@@ -220,3 +220,36 @@ func anchors(md string) map[string]bool {
 	}
 	return out
 }
+
+// TestDocsStateFacts: the docs read as what holds today, not as a log of
+// runs: no prose line over 300 characters (tables and code blocks aside),
+// and docs/validation.md, which states the latest figures once each,
+// within 20 KB.
+func TestDocsStateFacts(t *testing.T) {
+	root := docgen.Root(t)
+	const maxLine, maxValidation = 300, 20000
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range append(docs, filepath.Join(root, "README.md"), filepath.Join(root, "charts", "plantstore", "README.md")) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, path)
+		inCode := false
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inCode = !inCode
+				continue
+			}
+			if !inCode && !strings.HasPrefix(line, "|") && len([]rune(line)) > maxLine {
+				t.Errorf("%s:%d: a prose line of %d characters (at most %d): %.80s…", rel, i+1, len([]rune(line)), maxLine, line)
+			}
+		}
+		if rel == filepath.Join("docs", "validation.md") && len(b) > maxValidation {
+			t.Errorf("%s: %d bytes, at most %d: state each figure once, the history belongs in git", rel, len(b), maxValidation)
+		}
+	}
+}

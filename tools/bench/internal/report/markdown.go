@@ -267,26 +267,25 @@ func Figures(r *Run) []byte {
 	if pr := r.Profile; pr != nil {
 		comps := slices.Clone(pr.Components)
 		slices.SortStableFunc(comps, func(a, b cpuprof.Share) int { return cmp.Compare(b.Flat, a.Flat) })
-		parts := make([]string, 0, len(comps))
+		p("Service CPU profile after the rounds (`--pprof`, %d connections, %.1f s, %.1f s of CPU sampled at %.0f requests/s;\n",
+			pr.Conns, pr.Duration, pr.Seconds, pr.Throughput)
+		p("`go tool pprof %s`), the share of each component:\n\n| component | flat | through it anywhere |\n|---|---|---|\n", pr.Dir)
 		for _, c := range comps {
 			if c.Flat < 0.0005 && c.Cum < 0.0005 {
 				continue
 			}
-			part := c.Name + " " + pctf(c.Flat)
-			if c.Cum > 0 { // other has no "through"
-				part += " (" + pctf(c.Cum) + ")"
+			through := "" // other has no "through"
+			if c.Cum > 0 {
+				through = pctf(c.Cum)
 			}
-			parts = append(parts, part)
+			p("| %s | %s | %s |\n", c.Name, pctf(c.Flat), through)
 		}
-		p("Service CPU profile after the rounds (`--pprof`, %d connections, %.1f s, %.1f s of CPU sampled at %.0f requests/s;\n",
-			pr.Conns, pr.Duration, pr.Seconds, pr.Throughput)
-		p("`go tool pprof %s`), flat share by component (through it anywhere): %s.", pr.Dir, strings.Join(parts, ", "))
 		if len(pr.Top) > 0 {
 			top := make([]string, 0, 3)
 			for _, f := range pr.Top[:min(3, len(pr.Top))] {
 				top = append(top, fmt.Sprintf("`%s` %s", f.Name, pctf(f.Flat)))
 			}
-			p(" Top functions: %s.", strings.Join(top, ", "))
+			p("\nTop functions: %s.", strings.Join(top, ", "))
 		}
 		p("\n\n")
 	}
@@ -301,11 +300,10 @@ func Figures(r *Run) []byte {
 		names[i] = a.Name
 	}
 	prefix := commonPrefix(names)
-	parts := make([]string, len(r.Allocs))
-	for i, a := range r.Allocs {
-		parts[i] = fmt.Sprintf("%s %s, %s, %s", strings.TrimPrefix(a.Name, prefix), num(a.NsPerOp, 0), num(a.BytesPerOp, 0), num(a.AllocsPerOp, 0))
+	p(":\n\n| %s… | ns/op | B/op | allocs/op |\n|---|---|---|---|\n", prefix)
+	for _, a := range r.Allocs {
+		p("| %s | %s | %s | %s |\n", strings.TrimPrefix(a.Name, prefix), num(a.NsPerOp, 0), num(a.BytesPerOp, 0), num(a.AllocsPerOp, 0))
 	}
-	p(", ns/op, B/op and allocs/op of %s…: %s.\n", prefix, strings.Join(parts, "; "))
 	return b.Bytes()
 }
 

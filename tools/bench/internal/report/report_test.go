@@ -161,7 +161,8 @@ func TestTargetsAndTables(t *testing.T) {
 	md := markdown(t, r)
 	for _, want := range []string{"| 5 | service peak ≥ 0.85 × floor | 0.901 (0.900–0.902) × | PASS |", "| creates, 50 connections | 901 (900–902) | 1000 | 0.901 (0.900–0.902) |",
 		"| creates, 50 connections, service-all-sampled | 750 | 1000 | 0.750 |", "| 25 % of peak | 250 | 1.00 / 3.00 / 9.00 | 1.00 / 3.00 / 9.00 | 1.00 / 3.00 / 9.00 | 1.00; 1.00 | 0.00; 0.00; 0.00 |",
-		"Handler chain in-process (`go test -bench Chain`), ns/op, B/op and allocs/op of Chain/store=redis/telemetry=…: off 50000, 2000, 40; all-sampled 80000, 12000, 120.\n"} {
+		"Handler chain in-process (`go test -bench Chain`):\n\n| Chain/store=redis/telemetry=… | ns/op | B/op | allocs/op |\n|---|---|---|---|\n" +
+			"| off | 50000 | 2000 | 40 |\n| all-sampled | 80000 | 12000 | 120 |\n"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
@@ -400,8 +401,9 @@ func TestProfileBreakdown(t *testing.T) {
 	md := markdown(t, r)
 	// Components by flat share, those with no sample left out.
 	want := "Service CPU profile after the rounds (`--pprof`, 50 connections, 5.0 s, 7.5 s of CPU sampled at 4321 requests/s;\n" +
-		"`go tool pprof bin/profile`), flat share by component (through it anywhere): other (no known component on the stack) 87.5 %, " +
-		"Redis client (go-redis) 12.5 % (40.0 %). Top functions: `syscall.Syscall6` 30.0 %.\n"
+		"`go tool pprof bin/profile`), the share of each component:\n\n| component | flat | through it anywhere |\n|---|---|---|\n" +
+		"| other (no known component on the stack) | 87.5 % |  |\n| Redis client (go-redis) | 12.5 % | 40.0 % |\n\n" +
+		"Top functions: `syscall.Syscall6` 30.0 %.\n"
 	if !strings.Contains(md, want) {
 		t.Errorf("markdown lacks %q:\n%s", want, md)
 	}
