@@ -124,7 +124,7 @@ func Launch(dir string, extra ...string) (*Server, error) {
 // cannot bind port 0 and report the port they got (--port 0 turns TCP off),
 // so their ports are chosen first and bound by the child. Another process
 // may take a chosen port in between; the launcher tells that failure apart
-// (errPortInUse) and tries again: a first start on new ports, a restart on
+// (ErrPortInUse) and tries again: a first start on new ports, a restart on
 // its own port (its address must not change) once it is free again.
 const (
 	// startAttempts bounds the tries of a first start, each on new ports.
@@ -160,28 +160,64 @@ func launchOnFreePorts(t testing.TB, host string, n int, args func(ports []int, 
 // firstStart is launchOnFreePorts returning its error; newDir gives each
 // try its own empty directory.
 func firstStart(host string, n int, newDir func() (string, error), args func(ports []int, dir string) []string) (*Server, error) {
-	var taken []error
-	for attempt := 1; attempt <= startAttempts; attempt++ {
-		ports, err := freePorts(host, n)
-		if err != nil {
-			return nil, fmt.Errorf("finding free ports for redis-server: %w", err)
-		}
+	var s *Server
+	err := onFreePorts([]string{host}, n, func(ports []int) error {
 		dir, err := newDir()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		a := args(ports, dir)
-		s := &Server{Addr: net.JoinHostPort(host, strconv.Itoa(ports[0])), Password: lastValue(a, "--requirepass"), dir: dir, args: a}
-		err = s.launch()
-		if err == nil {
-			return s, nil
+		s = &Server{Addr: net.JoinHostPort(host, strconv.Itoa(ports[0])), Password: lastValue(a, "--requirepass"), dir: dir, args: a}
+		return s.launch()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// onFreePorts calls start with n distinct ports free on every host, again
+// on new ports while it fails with ErrPortInUse, up to startAttempts times.
+func onFreePorts(hosts []string, n int, start func(ports []int) error) error {
+	var taken []error
+	for range startAttempts {
+		ports, err := freePorts(hosts, n)
+		if err != nil {
+			return fmt.Errorf("finding free ports for redis-server: %w", err)
 		}
-		if !errors.Is(err, errPortInUse) {
-			return nil, err
+		err = start(ports)
+		if !errors.Is(err, ErrPortInUse) {
+			return err
 		}
 		taken = append(taken, err)
 	}
-	return nil, fmt.Errorf("redis-server found its ports taken %d times in a row:\n%w", startAttempts, errors.Join(taken...))
+	return fmt.Errorf("redis-server found its ports taken %d times in a row:\n%w", startAttempts, errors.Join(taken...))
+}
+
+// OnFreePorts starts a group of servers that share ports across hosts (a
+// set of pods, each on its own address with the same ports): start gets n
+// ports free on every host and starts the group with StartAt; when one of
+// them finds its port taken, start stops what it started and returns that
+// error (ErrPortInUse), and is called again on new ports.
+func OnFreePorts(t testing.TB, hosts []string, n int, start func(ports []int) error) {
+	t.Helper()
+	if err := onFreePorts(hosts, n, start); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// StartAt starts redis-server (a server or a Sentinel) with args, which
+// must make it listen on addr and log to dir's redis.log, and waits until it
+// answers; it is stopped when the test ends. Its error wraps ErrPortInUse
+// when addr's port was taken first.
+func StartAt(t testing.TB, addr, dir string, args ...string) (*Server, error) {
+	t.Helper()
+	s := &Server{t: t, Addr: addr, Password: lastValue(args, "--requirepass"), dir: dir, args: args}
+	if err := s.launch(); err != nil {
+		return nil, err
+	}
+	t.Cleanup(s.Stop)
+	return s, nil
 }
 
 // lastValue is the value of the last option name in a command line, "" when
@@ -196,8 +232,8 @@ func lastValue(args []string, name string) string {
 	return v
 }
 
-// errPortInUse: redis-server could not bind a port chosen as free.
-var errPortInUse = errors.New("port taken before redis-server bound it")
+// ErrPortInUse: redis-server could not bind a port chosen as free.
+var ErrPortInUse = errors.New("port taken before redis-server bound it")
 
 // Restart starts the server again on the same port and data directory after
 // Stop. The port may have been taken since (a connection's or another
@@ -215,7 +251,7 @@ func (s *Server) restart(within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for tries := 1; ; tries++ {
 		err := s.launch()
-		if err == nil || !errors.Is(err, errPortInUse) {
+		if err == nil || !errors.Is(err, ErrPortInUse) {
 			return err
 		}
 		if time.Now().Add(restartPause).After(deadline) {
@@ -226,7 +262,7 @@ func (s *Server) restart(within time.Duration) error {
 }
 
 // launch starts redis-server with s.args and waits until it answers PING.
-// It returns an error wrapping errPortInUse when the server exited because
+// It returns an error wrapping ErrPortInUse when the server exited because
 // one of its ports was taken, or when another process answered on its port.
 func (s *Server) launch() error {
 	bin, err := Binary()
@@ -264,7 +300,7 @@ func (s *Server) launch() error {
 		}
 		s.Stop()
 		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-		if errors.Is(err, errPortInUse) {
+		if errors.Is(err, ErrPortInUse) {
 			return fmt.Errorf("redis-server on %s: %w\n%s", s.Addr, err, log)
 		}
 		return fmt.Errorf("redis-server on %s did not answer PING within 10s: %w\n%s", s.Addr, err, log)
@@ -272,7 +308,7 @@ func (s *Server) launch() error {
 		s.cmd = nil
 		log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 		if bytes.Contains(log, []byte("Address already in use")) {
-			return fmt.Errorf("redis-server on %s: %w\n%s", s.Addr, errPortInUse, log)
+			return fmt.Errorf("redis-server on %s: %w\n%s", s.Addr, ErrPortInUse, log)
 		}
 		return fmt.Errorf("redis-server on %s exited before answering PING\n%s", s.Addr, log)
 	}
@@ -281,7 +317,7 @@ func (s *Server) launch() error {
 // pingOwn pings until an answer, the deadline, or the client is closed, and
 // then checks that the answer came from the process pid: a server another
 // test started on the same port answers too, while ours fails to bind it.
-// That case is errPortInUse.
+// That case is ErrPortInUse.
 func pingOwn(client *redis.Client, pid int, deadline time.Time) error {
 	for {
 		if err := pingUntil(client, deadline); err != nil {
@@ -295,7 +331,7 @@ func pingOwn(client *redis.Client, pid int, deadline time.Time) error {
 			if got == strconv.Itoa(pid) {
 				return nil
 			}
-			return fmt.Errorf("%w: process %s answered, not redis-server %d", errPortInUse, got, pid)
+			return fmt.Errorf("%w: process %s answered, not redis-server %d", ErrPortInUse, got, pid)
 		}
 		if errors.Is(err, redis.ErrClosed) || time.Now().After(deadline) {
 			return err
@@ -348,30 +384,45 @@ func (s *Server) InfoInt(section, field string) int64 {
 	return n
 }
 
-// freePorts returns n distinct TCP ports free on host when chosen, each
-// held until all are, for a redis-server or Sentinel to bind: only the
-// launcher (launchOnFreePorts) calls it, and it retries when one is taken
+// freePorts returns n distinct TCP ports free on every host when chosen,
+// each held until all are, for a redis-server or Sentinel to bind: only the
+// launcher (onFreePorts) calls it, and it retries when one is taken
 // before the child binds it. They come from below the kernel's ephemeral
 // range: the kernel hands out ports of that range to every ":0" listener
 // and outgoing connection on the machine, so one chosen there would be taken
 // far more often. Below the range only another choice like this one takes it.
-func freePorts(host string, n int) ([]int, error) {
+func freePorts(hosts []string, n int) ([]int, error) {
 	const lowest = 10000
 	top := ephemeralLow()
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
 		if tries == 1000 {
-			return nil, fmt.Errorf("no %d free ports of %s in %d..%d after %d tries", n, host, lowest, top-1, tries)
+			return nil, fmt.Errorf("no %d free ports of %v in %d..%d after %d tries", n, hosts, lowest, top-1, tries)
 		}
 		port := lowest + rand.IntN(top-lowest)
-		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-		if err != nil {
-			continue // taken, or chosen already and held below
+		held, ok := holdOnAll(hosts, port)
+		defer func() {
+			for _, l := range held {
+				l.Close()
+			}
+		}()
+		if ok { // else taken on one host, or chosen already and held
+			ports = append(ports, port)
 		}
-		defer l.Close()
-		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// holdOnAll listens on port of every host; ok when it could on all of them.
+func holdOnAll(hosts []string, port int) (held []net.Listener, ok bool) {
+	for _, h := range hosts {
+		l, err := net.Listen("tcp", net.JoinHostPort(h, strconv.Itoa(port)))
+		if err != nil {
+			return held, false
+		}
+		held = append(held, l)
+	}
+	return held, true
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's

@@ -17,7 +17,7 @@ import (
 )
 
 // TestLaunchReportsPortInUse: a redis-server whose port another process
-// holds is reported as errPortInUse, which Start answers with new ports;
+// holds is reported as ErrPortInUse, which Start answers with new ports;
 // any other failure is not.
 func TestLaunchReportsPortInUse(t *testing.T) {
 	held, err := net.Listen("tcp", "127.0.0.1:0")
@@ -30,8 +30,8 @@ func TestLaunchReportsPortInUse(t *testing.T) {
 	s := &Server{t: t, Addr: held.Addr().String(), dir: dir, args: []string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir, "--logfile", dir + "/redis.log",
 	}}
-	if err := s.launch(); !errors.Is(err, errPortInUse) {
-		t.Fatalf("launch on a held port: %v, want errPortInUse", err)
+	if err := s.launch(); !errors.Is(err, ErrPortInUse) {
+		t.Fatalf("launch on a held port: %v, want ErrPortInUse", err)
 	}
 	if s.Running() {
 		t.Fatal("server reported running after it exited")
@@ -39,8 +39,8 @@ func TestLaunchReportsPortInUse(t *testing.T) {
 
 	dir = t.TempDir()
 	s = &Server{t: t, Addr: s.Addr, dir: dir, args: []string{"--no-such-option", "--dir", dir, "--logfile", dir + "/redis.log"}}
-	if err := s.launch(); err == nil || errors.Is(err, errPortInUse) {
-		t.Fatalf("launch with a bad option: %v, want an error other than errPortInUse", err)
+	if err := s.launch(); err == nil || errors.Is(err, ErrPortInUse) {
+		t.Fatalf("launch with a bad option: %v, want an error other than ErrPortInUse", err)
 	}
 }
 
@@ -48,7 +48,7 @@ func TestLaunchReportsPortInUse(t *testing.T) {
 // node's bus port is never its own port.
 func TestFreePortsDistinct(t *testing.T) {
 	for range 50 {
-		ports, err := freePorts("127.0.0.1", 3)
+		ports, err := freePorts([]string{"127.0.0.1"}, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ func TestRestartWaitsForItsPort(t *testing.T) {
 }
 
 // TestRestartGivesUp: a port that stays taken fails the restart after its
-// bound, as errPortInUse.
+// bound, as ErrPortInUse.
 func TestRestartGivesUp(t *testing.T) {
 	s := Start(t)
 	s.Stop()
@@ -170,8 +170,8 @@ func TestRestartGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if err := s.restart(time.Second); !errors.Is(err, errPortInUse) {
-		t.Fatalf("restart on a port held for good: %v, want errPortInUse", err)
+	if err := s.restart(time.Second); !errors.Is(err, ErrPortInUse) {
+		t.Fatalf("restart on a port held for good: %v, want ErrPortInUse", err)
 	}
 	if s.Running() {
 		t.Fatal("reported running")
@@ -275,5 +275,57 @@ func TestServerDiesWithItsOwner(t *testing.T) {
 			t.Fatalf("redis-server %d outlived its killed owner by 5s", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOnFreePortsWinsThePortRace: a group of servers sharing a port on two
+// addresses (pods) finds it taken before its second server binds it; the
+// group is started again, the first server of the failed try stopped, on a
+// new port free on both.
+func TestOnFreePortsWinsThePortRace(t *testing.T) {
+	hosts := []string{"127.0.0.1", "127.0.0.2"}
+	var taken string
+	calls := hookBeforeExec(t, func(call int, addr string) {
+		if call != 2 {
+			return
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("taking %s: %v", addr, err)
+			return
+		}
+		t.Cleanup(func() { l.Close() })
+		taken = addr
+	})
+	var group, stopped []*Server
+	OnFreePorts(t, hosts, 1, func(ports []int) error {
+		group = nil
+		for _, h := range hosts {
+			dir := t.TempDir()
+			s, err := StartAt(t, net.JoinHostPort(h, strconv.Itoa(ports[0])), dir, serverArgs(h, func([]int) []string { return hostArgs(h) })(ports, dir)...)
+			if err != nil {
+				for _, g := range group {
+					g.Stop()
+					stopped = append(stopped, g)
+				}
+				return err
+			}
+			group = append(group, s)
+		}
+		return nil
+	})
+	if taken == "" || len(stopped) != 1 || stopped[0].Running() {
+		t.Fatalf("the race was not lost once: taken %q, stopped %v", taken, stopped)
+	}
+	if n := calls.Load(); n != 4 {
+		t.Errorf("%d execs, want 4 (one started, one lost, then the group of two)", n)
+	}
+	for _, s := range group {
+		if s.Addr == taken {
+			t.Errorf("a server runs on the port taken, %s", taken)
+		}
+		if err := s.Client().Ping(t.Context()).Err(); err != nil {
+			t.Errorf("%s: %v", s.Addr, err)
+		}
 	}
 }

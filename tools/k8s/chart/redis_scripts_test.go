@@ -19,7 +19,7 @@ import (
 // (plantstore.redis.script). The tests here run each file as it is, and the copy the chart renders
 // (the ConfigMap's find-master.sh and switchover.sh, the containers' commands redis.sh and
 // sentinel.sh), side by side against fakes on PATH (redis-cli, redis-server, a clock): the branches
-// the real-Sentinel tests (find_master_test.go, switchover_test.go) cannot reach at will, in
+// the real-Sentinel tests (tools/redisscripts) cannot reach at will, in
 // milliseconds.
 
 // redisScriptFile is the text of files/redis/<name>.

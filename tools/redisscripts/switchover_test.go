@@ -1,4 +1,4 @@
-package chart
+package redisscripts
 
 import (
 	"bufio"
@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// TestSwitchoverOnRealSentinels runs the chart's switchover.sh, the master
+// TestSwitchoverOnRealSentinels runs the chart's files/redis/switchover.sh, the master
 // pod's preStop, against real redis-servers and Sentinels on loopback: the
 // master's pod drained, its own Sentinel stopping with it. The Sentinels
 // promote a replica, and the script ends once every Sentinel has it on
@@ -20,11 +20,6 @@ import (
 // closed at the end, so that they ask the Sentinels again at once rather
 // than wait on the paused writes until the pod stops.
 func TestSwitchoverOnRealSentinels(t *testing.T) {
-	r := mustRender(t, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": map[string]any{
-		"downAfterMilliseconds": findMasterDownAfter.Milliseconds(),
-	}}})
-	script := str(r.get(t, "ConfigMap", "plantstore-redis").Obj, "data", "switchover.sh")
-
 	set := startSentinelSet(t, 4)
 	if _, err := set.cli(set.ip(0), set.redisPort, "SET", "acknowledged", "before-the-drain"); err != nil {
 		t.Fatal(err)
@@ -42,7 +37,7 @@ func TestSwitchoverOnRealSentinels(t *testing.T) {
 	if line, err := replies.ReadString('\n'); err != nil || line != "+PONG\r\n" {
 		t.Fatalf("PING on a client connection: %q %v", line, err)
 	}
-	out, took := set.runScript(t, "switchover.sh", script, 0)
+	out, took := set.runScript(t, "switchover.sh", 0)
 	if took > 10*time.Second {
 		t.Errorf("switchover.sh took %v: the pod's stop waited on the pause's end, not on the handover", took)
 	}
