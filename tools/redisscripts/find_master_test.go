@@ -69,4 +69,3 @@ func TestFindMasterOnRealSentinels(t *testing.T) {
 		}
 	})
 }
-
