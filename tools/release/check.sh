@@ -36,12 +36,17 @@ trap cleanup EXIT
 
 host=${CHECK_REGISTRY:-}
 if [ -z "$host" ]; then
-  host=127.0.0.1:$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  step "registry (CNCF Distribution $("$tools/registry" --version | awk '{print $3}')) on $host"
-  REGISTRY_HTTP_ADDR=$host REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY=$work/registry \
+  # Port 0: the registry binds the port the kernel gives it and logs its
+  # address (at level info), so no port is chosen here and handed to it.
+  REGISTRY_HTTP_ADDR=127.0.0.1:0 REGISTRY_LOG_LEVEL=info REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY=$work/registry \
     "$tools/registry" serve "$root/tools/release/registry.yml" >"$work/registry.log" 2>&1 &
   registry_pid=$!
-  for _ in $(seq 100); do curl -fsS -o /dev/null "http://$host/v2/" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 100); do
+    host=$(sed -n 's/.*listening on \(127\.0\.0\.1:[0-9]*\).*/\1/p' "$work/registry.log" | head -n 1)
+    [ -n "$host" ] || ! kill -0 "$registry_pid" 2>/dev/null && break
+    sleep 0.1
+  done
+  step "registry (CNCF Distribution $("$tools/registry" --version | awk '{print $3}')) on ${host:-no address}"
 fi
 curl -fsS -o /dev/null "http://$host/v2/" || { cat "$work/registry.log" 2>/dev/null; echo "release-check: no registry answers on $host" >&2; exit 1; }
 release_dir=${RELEASE_DIR:-$work/release}
