@@ -67,6 +67,18 @@ func hookBeforeExec(t *testing.T, f func(call int, addr string)) *atomic.Int32 {
 	return &calls
 }
 
+// takePort listens on addr until the test ends (a listener that accepts and
+// never answers) and returns addr, "" when it could not.
+func takePort(t *testing.T, addr string) string {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Errorf("taking %s: %v", addr, err)
+		return ""
+	}
+	t.Cleanup(func() { l.Close() })
+	return addr
+}
+
 // TestStartWinsThePortRace forces the race every start of a redis-server
 // runs: the port chosen is taken before the child binds it (here by a
 // listener that accepts and never answers, opened just before the exec).
@@ -74,16 +86,9 @@ func hookBeforeExec(t *testing.T, f func(call int, addr string)) *atomic.Int32 {
 func TestStartWinsThePortRace(t *testing.T) {
 	var taken string
 	calls := hookBeforeExec(t, func(call int, addr string) {
-		if call != 1 {
-			return
+		if call == 1 {
+			taken = takePort(t, addr)
 		}
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Errorf("taking %s: %v", addr, err)
-			return
-		}
-		t.Cleanup(func() { l.Close() })
-		taken = addr
 	})
 	s := Start(t)
 	if taken == "" || s.Addr == taken {
@@ -286,16 +291,9 @@ func TestOnFreePortsWinsThePortRace(t *testing.T) {
 	hosts := []string{"127.0.0.1", "127.0.0.2"}
 	var taken string
 	calls := hookBeforeExec(t, func(call int, addr string) {
-		if call != 2 {
-			return
+		if call == 2 {
+			taken = takePort(t, addr)
 		}
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			t.Errorf("taking %s: %v", addr, err)
-			return
-		}
-		t.Cleanup(func() { l.Close() })
-		taken = addr
 	})
 	var group, stopped []*Server
 	OnFreePorts(t, hosts, 1, func(ports []int) error {
