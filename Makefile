@@ -164,7 +164,7 @@ bench-store: redis-server ## page latency of GET /plants's store call at 10^3, 1
 	$(GO) test -run '^$$' -bench 'ReadGuard' -count $(BENCHCOUNT) ./internal/store/ | grep -v '^redis:' > bin/bench-readguard.txt
 	$(TOOL) benchstat -col /guard bin/bench-readguard.txt
 
-bench-scale: redis-server ## the store's cost by its size: creates, reads, deletes and pages at 1, 3 and 10 million plants as ratios to 10,000, Redis's memory a plant, AOF rewrites and snapshots under 1,000 creates/s, migrate-store over a million 1.0.0 plants, a webhook subscriber down 10 minutes; rewrites the sizing block of docs/performance.md, docs/performance-scale.json and .png (about 40 minutes, 4 GB of memory; BENCH_FLAGS: -outage, -scale-sizes, ...)
+bench-scale: redis-server ## the store's cost by its size: creates, reads, deletes and pages at 1, 3 and 10 million plants as ratios to 10,000, Redis's memory a plant, AOF rewrites and snapshots under 1,000 creates/s, migrate-store over a million 1.0.0 plants, a webhook subscriber down 10 minutes; rewrites the sizing block of docs/performance.md, docs/performance-scale.json and .png (about 22 minutes on a quiet 2-core machine, 4 GB of memory; BENCH_FLAGS: -outage, -scale-sizes, ...)
 	cd tools/bench && $(GO) run ./cmd/bench -scale $(BENCH_FLAGS)
 
 bench-scale-short: redis-server ## CI: bench-scale's harness at 200,000 plants, short phases, a 2s outage, 5,000 1.0.0 plants, into a temporary file; fails if a figure is missing or a request failed, never on a goal
