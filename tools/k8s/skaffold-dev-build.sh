@@ -71,13 +71,24 @@ if [[ ${1:-} == binary ]]; then
 fi
 : "${IMAGE:?set by skaffold (the image to build)}"
 
+# took: the build's steps and their times, for its last line (where a slow
+# first deploy's build went).
+took=() t=$(date +%s%3N)
+step() {
+  local now
+  now=$(date +%s%3N)
+  took+=("$1 $(((now - t) / 100 / 10)).$(((now - t) / 100 % 10))s")
+  t=$now
+}
 binary
+step binary
 (cd "$TOOLS_MOD" && linux go build -o "$OUT/tools/" ./cmd/k8s-devrun && go build -o "$OUT/tools/" ./cmd/k8s-devimage)
 dlv=()
 if [[ ${DEV_DEBUG:-} == 1 ]]; then
   (cd "$REPO/tools" && linux go build -trimpath -ldflags=-s -o "$OUT/tools/dlv" github.com/go-delve/delve/cmd/dlv)
   dlv=(-dlv "$OUT/tools/dlv")
 fi
+step tools
 
 # The full name the kubelet asks containerd for (a bare "plantstore" is
 # docker.io/library/plantstore): the archive, the load and the import use it.
@@ -90,6 +101,7 @@ load=(-load)
 [[ ${PUSH_IMAGE:-false} != true ]] || load=()
 id=$("$OUT/tools/k8s-devimage" -o "$archive" -tag "$full" -arch "$(linux go env GOARCH)" -base-etc "$REPO/tools/image/base/etc" \
   -devrun "$OUT/tools/k8s-devrun" -binary "$OUT/plantstore" "${dlv[@]}" "${load[@]}")
+step "image${load[*]:+ (written and loaded)}"
 
 if [[ ${PUSH_IMAGE:-false} == true ]]; then
   command -v skopeo >/dev/null || { echo "skaffold-dev-build.sh: pushing needs skopeo (apt-get install skopeo)" >&2; exit 1; }
@@ -102,6 +114,8 @@ elif [[ -n ${PLANTSTORE_TEST_CLUSTER:-} ]]; then
   for sock in $(CLUSTER_DIR=$PLANTSTORE_TEST_CLUSTER "$TOOLS_MOD/cluster.sh" nodes | awk '{print $4}'); do
     ctr --address "$sock" -n k8s.io images tag --force "$full" "$deployed" >/dev/null
   done
+  step "import into the nodes"
 fi
 rm -f "$archive"
-echo "built $IMAGE (development image $id: devrun, ${dlv[*]:+dlv, }bin/dev/plantstore)"
+steps=$(printf '%s, ' "${took[@]}")
+echo "built $IMAGE (development image $id: devrun, ${dlv[*]:+dlv, }bin/dev/plantstore): ${steps%, }"
