@@ -267,6 +267,11 @@ the read checks need tests.readTokenSecret.
 {{- include "plantstore.suffixedName" (list . "-redis" 52) }}
 {{- end }}
 
+{{/* The standalone server's ClusterIP Service, the address its clients connect to. */}}
+{{- define "plantstore.redis.masterName" -}}
+{{- include "plantstore.suffixedName" (list . "-redis-master") }}
+{{- end }}
+
 {{- define "plantstore.redis.labels" -}}
 {{ include "plantstore.commonLabels" . }}
 app.kubernetes.io/component: redis

@@ -27,9 +27,9 @@ Job: EnvVar items at column 0, for nindent. With the embedded store, only an emp
 # The Sentinels ask for the same password.
 {{ include "plantstore.redis.passwordEnv" (list . "PLANTSTORE_REDIS_SENTINEL_PASSWORD") }}
 {{- else if eq $store "redis" -}}
-# The chart's Redis, through its headless Service.
+# The chart's Redis, through its ClusterIP Service.
 - name: PLANTSTORE_REDIS_ADDR
-  value: {{ printf "%s:6379" (include "plantstore.redis.fullname" .) | quote }}
+  value: {{ printf "%s:6379" (include "plantstore.redis.masterName" .) | quote }}
 {{ include "plantstore.redis.passwordEnv" (list . "PLANTSTORE_REDIS_PASSWORD") }}
 {{- else if eq $store "external" -}}
 - name: PLANTSTORE_REDIS_ADDR

@@ -535,3 +535,46 @@ func TestNetworkPolicyDefaults(t *testing.T) {
 		t.Error("networkPolicy.metrics.cidrs [the nodes] rendered")
 	}
 }
+
+// The standalone Redis's clients connect through a ClusterIP Service, whose
+// name resolves from the install on and while the pod restarts (a headless
+// name resolves only while the pod has an address, and DNS caches keep a "no
+// such name" for the zone's TTL). Helm keeps it: a rollback to a chart without
+// it would delete it under API pods still draining on it. Sentinel clients
+// ask the Sentinels by pod name instead, and get no such Service.
+func TestStandaloneRedisAddressOutlivesRollbacks(t *testing.T) {
+	r := mustRender(t, nil)
+	svc := r.get(t, "Service", "plantstore-redis-master").Obj
+	if got := str(svc, "spec", "type"); got != "ClusterIP" {
+		t.Errorf("Service plantstore-redis-master type %q, want ClusterIP", got)
+	}
+	if dig(svc, "spec", "publishNotReadyAddresses") != true {
+		t.Error("Service plantstore-redis-master waits for Redis's readiness: after a restart the API pods would reconnect a readiness period late")
+	}
+	if got := str(svc, "metadata", "annotations", "helm.sh/resource-policy"); got != "keep" {
+		t.Errorf("Service plantstore-redis-master resource-policy %q, want keep", got)
+	}
+	pods, _ := dig(r.get(t, "StatefulSet", "plantstore-redis").Obj, "spec", "template", "metadata", "labels").(map[string]any)
+	selector, _ := dig(svc, "spec", "selector").(map[string]any)
+	if len(selector) == 0 {
+		t.Error("Service plantstore-redis-master selects no pods")
+	}
+	for k, v := range selector {
+		if pods[k] != v {
+			t.Errorf("the Service selects %s=%v; the Redis pods have %v", k, v, pods[k])
+		}
+	}
+	if !hasPort(list(svc, "spec", "ports"), 6379) {
+		t.Errorf("Service plantstore-redis-master ports %v, want 6379", list(svc, "spec", "ports"))
+	}
+	for _, o := range []object{r.get(t, "Deployment", "plantstore"), r.get(t, "Job", "plantstore-migrate")} {
+		if got := envOf(list(podSpec(o), "containers")[0].(map[string]any))["PLANTSTORE_REDIS_ADDR"]; got != "plantstore-redis-master:6379" {
+			t.Errorf("%s: PLANTSTORE_REDIS_ADDR %q, want plantstore-redis-master:6379", o, got)
+		}
+	}
+	for _, s := range mustRender(t, []string{sentinelValues}).find("Service") {
+		if s.Name() == "plantstore-redis-master" {
+			t.Error("Service plantstore-redis-master rendered in Sentinel mode")
+		}
+	}
+}

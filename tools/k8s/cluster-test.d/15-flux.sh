@@ -283,13 +283,17 @@ EOF
   had=$(kubectl get deployment,statefulset,service -n "$FLUX_NS" -l app.kubernetes.io/instance="$REL" -o name | grep -c . || true)
   t=$SECONDS
   kubectl delete helmrelease -n "$FLUX_NS" "$REL" --timeout=180s >/dev/null || true
-  local uninstall_s=$((SECONDS - t)) left releases
-  left=$(kubectl get deployment,statefulset,service,job -n "$FLUX_NS" -l app.kubernetes.io/instance="$REL" -o name | grep -c . || true)
+  local uninstall_s=$((SECONDS - t)) objects left kept releases
+  # What the chart marks helm.sh/resource-policy: keep (the standalone Redis's ClusterIP Service) stays.
+  objects=$(kubectl get deployment,statefulset,service,job -n "$FLUX_NS" -l app.kubernetes.io/instance="$REL" \
+    -o jsonpath='{range .items[*]}{.kind}/{.metadata.name} {.metadata.annotations.helm\.sh/resource-policy}{"\n"}{end}')
+  left=$(grep -v ' keep$' <<<"$objects" | grep -c . || true)
+  kept=$(grep ' keep$' <<<"$objects" | cut -d' ' -f1 | tr '\n' ' ')
   releases=$(kubectl get secrets -n "$FLUX_NS" -l owner=helm,name="$REL" -o name | grep -c . || true)
-  if ((had > 0 && left == 0 && releases == 0)) && ! kubectl get helmrelease -n "$FLUX_NS" "$REL" >/dev/null 2>&1; then
-    pass "flux: the HelmRelease deleted in ${uninstall_s}s and the release uninstalled (its $had Deployment, StatefulSet and Service objects gone, no Job of it left, no Helm release record)"
+  if ((had > 0 && left == 0 && releases == 0)) && [[ $kept == "Service/$REL-redis-master " ]] && ! kubectl get helmrelease -n "$FLUX_NS" "$REL" >/dev/null 2>&1; then
+    pass "flux: the HelmRelease deleted in ${uninstall_s}s and the release uninstalled (its $had Deployment, StatefulSet and Service objects gone but the kept ${kept% }, no Job of it left, no Helm release record)"
   else
-    fail "flux: after deleting the HelmRelease: $left workloads/Services/Jobs and $releases Helm release records left"
+    fail "flux: after deleting the HelmRelease: $left workloads/Services/Jobs, kept [${kept% }] and $releases Helm release records left"
   fi
   figures "flux source-controller=$sc_version helm-controller=$hc_version controllers_ready_s=$controllers_s oci_ready_s=$oci_s release_ready_s=$ready_s tests=$tests create=$code1 upgrade_s=$upgrade_s create_after_upgrade=$code2 secrets_kept=$([[ $after == "$before" ]] && echo yes || echo no) noop_reconcile_s=$noop_s pods_restarted_by_noop=$restarted create_after_noop=$code3 uninstall_s=$uninstall_s scenario_s=$((SECONDS - FLUX_T0))"
 }
