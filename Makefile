@@ -242,7 +242,7 @@ deploy: ## helm upgrade --install into the current kube context
 	  --set image.repository=$(IMAGE_REPO) --set-string image.tag=$(IMAGE_TAG) --wait $(HELM_FLAGS)
 	$(HELM) test plantstore --namespace $(NAMESPACE) --logs
 
-k8s-validate: ## chart and manifests: helm lint, strict schemas (k8s 1.31, offline), a real kube-apiserver, restricted PSS
+k8s-validate: ## chart and manifests: helm lint and template, a real kube-apiserver 1.31 (strict fields), restricted PSS
 	tools/k8s/validate.sh
 
 fmt: ## format the code

@@ -5,7 +5,7 @@
 # and cluster.sh share it, so a machine builds each tool once.
 #
 #   tools/k8s/build.sh [--prebuild] TOOL...
-#                                 TOOL: helm helm4 kubeconform kubectl kubeadm kube-apiserver
+#                                 TOOL: helm helm4 kubectl kubeadm kube-apiserver
 #                                 kube-controller-manager kube-scheduler kubelet
 #                                 kube-proxy coredns metrics-server skaffold kube-router
 #                                 prometheus promtool prometheus-operator
@@ -31,7 +31,6 @@ fi
 
 declare -A PKG=(
   [helm]=helm.sh/helm/v3/cmd/helm
-  [kubeconform]=github.com/yannh/kubeconform/cmd/kubeconform
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [kubeadm]=k8s.io/kubernetes/cmd/kubeadm
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
@@ -43,7 +42,7 @@ declare -A PKG=(
 
 # Version stamps, as the projects' own release builds set them: helm's
 # defaults (Capabilities.KubeVersion, lint deprecations) would say 1.20.
-read -r HELM_VERSION KUBECONFORM_VERSION <<<"$(cd "$MOD" && go list -m -f '{{.Version}}' helm.sh/helm/v3 github.com/yannh/kubeconform | tr '\n' ' ')"
+HELM_VERSION=$(cd "$MOD" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
 # No debug information: nothing here is run under a debugger, and DWARF is a
 # fifth of the compile (k8s.io/api: 131 CPU-seconds with it, 102 without)
 # and more of the link. GCFLAGS is part of every package's build, so that
@@ -53,7 +52,6 @@ LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.
 LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 LDFLAGS+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=31"
 LDFLAGS+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=31"
-LDFLAGS+=" -X main.version=$KUBECONFORM_VERSION" # kubeconform; no other tool here has main.version
 # Tools in modules of their own: directory and package; then, for those that
 # run in an image FROM scratch, "static" (no cgo) and link flags of their own
 # (the version stamp their releases carry; keep it in step with the go.mod).

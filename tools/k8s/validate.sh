@@ -108,30 +108,30 @@ check() {
 # ---------------------------------------------------------------------------
 # a. tools
 echo "== tools (cache $CACHE)"
-# Concurrent runs share the cache: build tools and schemas under a lock.
+# Concurrent runs share the cache: build tools under a lock.
 if command -v flock >/dev/null; then
   exec 9>"$CACHE/.lock"
   flock -w 1800 9 || { echo "could not lock $CACHE/.lock" >&2; exit 1; }
 fi
-# helm, kubeconform, kubectl, kube-apiserver and kubeadm, built once per
+# helm, kubectl, kube-apiserver and kubeadm, built once per
 # machine into the cache that cluster.sh shares (tools/k8s/build.sh).
 log=$(newlog build)
 t0=$SECONDS
-if BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" helm kubeconform kubectl kube-apiserver kubeadm 2>"$log" | tail -n 1); then
+if BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" helm kubectl kube-apiserver kubeadm 2>"$log" | tail -n 1); then
   if grep -q '^build: done' "$log"; then pass "build $(sed -n 's/^build: \(.*\) (one go build.*/\1/p' "$log") ($((SECONDS - t0))s)"
   else pass "tools cached in $BIN"; fi
 else
-  fail "build helm kubeconform kubectl kube-apiserver kubeadm" "$log"
+  fail "build helm kubectl kube-apiserver kubeadm" "$log"
   echo "validate: $PASSED passed, $FAILED failed"; exit 1
 fi
 # Our small helpers are rebuilt each time (seconds, from Go's build cache).
-HELPERS=(k8s-schemas k8s-free-ports k8s-pod-templates k8s-helm-hooks k8s-existing-secrets)
+HELPERS=(k8s-free-ports k8s-pod-templates k8s-helm-hooks k8s-existing-secrets)
 if ! check "build ${HELPERS[*]}" \
   bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ${HELPERS[*]/#/./cmd/}"; then
   echo "validate: $PASSED passed, $FAILED failed"; exit 1
 fi
 export PATH=$BIN:$WORK/bin:$PATH
-note "$(helm version --short) / kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1) / kubeconform $(kubeconform -v)"
+note "$(helm version --short) / kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1)"
 
 # etcd for the API server; envsubst for tools/k8s/node/kubeadm.yaml.
 declare -A DEBS=([etcd]=etcd-server [envsubst]=gettext-base)
@@ -148,44 +148,16 @@ if [[ $NO_CLUSTER != 1 ]] && ((${#MISSING[@]})); then
   fi
 fi
 
-# Schemas: generated from the k8s.io/kubernetes module's swagger.json and the
-# prometheus-operator CRDs, never downloaded as JSON.
-SCHEMAS=$CACHE/schemas
-log=$(newlog schemas)
-if k8s-schemas -out "$SCHEMAS" -moddir "$TOOLS_MOD" -kubernetes-version "$K8S_VERSION" >"$log" 2>&1; then
-  pass "k8s-schemas: $(grep -v '^SKIPPED' "$log" | head -1)"
-  grep '^SKIPPED' "$log" | sed 's/^/      /' || true
+# The CRDs of the custom resources the chart renders, for the API server.
+CRDS=$WORK/crds
+log=$(newlog crds)
+if "$TOOLS_MOD/crds.sh" "$CRDS" >"$log" 2>&1; then
+  pass "CRDs from their modules: $(cd "$CRDS" && echo *.yaml)"
 else
-  fail "k8s-schemas" "$log"
-  echo "validate: $PASSED passed, $FAILED failed"; exit 1
+  fail "the CRDs of ServiceMonitor, PrometheusRule and HTTPRoute (tools/k8s/crds.sh)" "$log"
 fi
-SCHEMA_DIR=$SCHEMAS/v$K8S_VERSION-standalone-strict
-# Readers keep the lock shared, so that no other run regenerates under them.
+# Readers keep the lock shared, so that no other run rebuilds under them.
 if command -v flock >/dev/null; then flock -s 9; fi
-KC_SKIP=()
-declare -A CRD_KINDS=([ServiceMonitor]=servicemonitor-monitoring-v1.json [PrometheusRule]=prometheusrule-monitoring-v1.json
-  [HTTPRoute]=httproute-gateway-v1.json)
-for k in "${!CRD_KINDS[@]}"; do
-  if [[ ! -f $SCHEMA_DIR/${CRD_KINDS[$k]} ]]; then
-    KC_SKIP+=("$k")
-    skip "$k not schema-validated: its CRD could not be obtained (see k8s-schemas output above)"
-  fi
-done
-kc_args=(-strict -summary -output text -kubernetes-version "$K8S_VERSION" -schema-location "$SCHEMAS")
-if ((${#KC_SKIP[@]})); then kc_args+=(-skip "$(IFS=,; echo "${KC_SKIP[*]}")"); fi
-
-# kubeconform NAME FILE: strict validation; an empty render is a failure.
-kubeconform_check() {
-  local name=$1 file=$2 log
-  log=$(newlog kubeconform)
-  if kubeconform "${kc_args[@]}" "$file" >"$log" 2>&1; then
-    local summary; summary=$(grep '^Summary:' "$log" | sed 's/^Summary: //')
-    if grep -q 'Summary: 0 resources' "$log"; then fail "$name: no resources rendered" "$log"; return; fi
-    pass "$name: $summary"
-  else
-    fail "$name" "$log"
-  fi
-}
 
 # ---------------------------------------------------------------------------
 # b-d. chart
@@ -203,7 +175,6 @@ if [[ -f $CHART/Chart.yaml ]]; then
     log=$(newlog template)
     if helm template plantstore "$CHART" -n "vs-$s" -f "$vf" "${HELM_TPL[@]}" >"$RENDERED/helm-$s.yaml" 2>"$log"; then
       pass "helm template -f ci/$s-values.yaml ($(grep -c '^kind:' "$RENDERED/helm-$s.yaml") objects, hooks included: $(grep -c '^    helm.sh/hook:' "$RENDERED/helm-$s.yaml" || true))"
-      kubeconform_check "kubeconform helm $s" "$RENDERED/helm-$s.yaml"
     else
       fail "helm template -f ci/$s-values.yaml" "$log"
     fi
@@ -248,7 +219,6 @@ for d in "$OVERLAYS"/*/; do
   log=$(newlog kustomize)
   if kubectl kustomize "$d" >"$RENDERED/kustomize-$o.yaml" 2>"$log"; then
     pass "kubectl kustomize $d ($(grep -c '^kind:' "$RENDERED/kustomize-$o.yaml") objects)"
-    kubeconform_check "kubeconform overlay $o" "$RENDERED/kustomize-$o.yaml"
   else
     fail "kubectl kustomize $d" "$log"
   fi
@@ -360,12 +330,11 @@ cluster_alive() {
   done
 }
 
-# CRDs of ServiceMonitor, PrometheusRule and HTTPRoute, from the modules the schemas come from.
-if compgen -G "$SCHEMAS/crds/*.yaml" >/dev/null; then
-  check "install CRDs $(cd "$SCHEMAS/crds" && echo *.yaml)" \
-    bash -c "kubectl create -f '$SCHEMAS/crds/' && kubectl wait --for=condition=Established --timeout=60s crd --all" || true
+if compgen -G "$CRDS/*.yaml" >/dev/null; then
+  check "install CRDs $(cd "$CRDS" && echo *.yaml)" \
+    bash -c "kubectl create -f '$CRDS/' && kubectl wait --for=condition=Established --timeout=60s crd --all" || true
 else
-  skip "no CRDs available: ServiceMonitor, PrometheusRule and HTTPRoute cannot be installed"
+  fail "no CRDs: ServiceMonitor, PrometheusRule and HTTPRoute cannot be installed"
 fi
 
 # pods FROM_FILE SOURCE: write a Pod per pod template into $WORK/pods/SOURCE.

@@ -9,10 +9,10 @@ stage "values-dev.yaml and ci/full-values.yaml"
 # full-values.yaml runs the Redis exporter beside Redis.
 "$CLUSTER" images exporter
 # full-values.yaml creates a ServiceMonitor and a PrometheusRule: their CRDs
-# come from the prometheus-operator module, as validate.sh makes them.
-(cd "$TOOLS_MOD" && go run ./cmd/k8s-schemas -out "$CLUSTER_DIR/schemas" -moddir "$TOOLS_MOD" -kubernetes-version 1.31.0) >"$CLUSTER_DIR/logs/schemas.log" 2>&1 || true
-if compgen -G "$CLUSTER_DIR/schemas/crds/*.yaml" >/dev/null; then
-  kubectl create -f "$CLUSTER_DIR/schemas/crds/" >/dev/null && kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
+# come from the prometheus-operator module, as validate.sh's do.
+"$TOOLS_MOD/crds.sh" "$CLUSTER_DIR/crds" >"$CLUSTER_DIR/logs/crds.log" 2>&1 || true
+if compgen -G "$CLUSTER_DIR/crds/*.yaml" >/dev/null; then
+  kubectl create -f "$CLUSTER_DIR/crds/" >/dev/null && kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 fi
 # Both installs at once: each waits mostly on its pods' readiness.
 # values-dev.yaml installs under a release name of 53 characters, the longest

@@ -29,8 +29,8 @@
 GW_NS=gateway GW_HOST=plantstore.test
 # The 503 retry plugin's module (its directory under the plugins' GOPATH).
 GW_RETRY503=github.com/plantstore/plantstore/tools/k8s/traefik/retry503
-# The version k8s-schemas validates the chart's HTTPRoute against (its test checks).
-GATEWAY_API_VERSION=v1.6.3
+# The Gateway API whose CRDs validate.sh installs (tools/k8s/crds.sh).
+GATEWAY_API_VERSION=$(sed -n 's/^GATEWAY_API=.*@//p' "$TOOLS_MOD/crds.sh")
 
 # gw_module_dir MODULE@VERSION: its directory in the module cache (fetched
 # through the module proxy when missing).
