@@ -117,6 +117,7 @@ func realMain() int {
 	scaleSizes := fs.String("scale-sizes", "1000000,3000000,10000000", "-scale: the plant counts measured after the base size, ascending (200000 with -short)")
 	fs.Int64Var(&o.scale.base, "scale-base", 10000, "-scale: plants of the base size, the one every ratio is taken to")
 	fs.DurationVar(&o.scale.window, "scale-window", 2*time.Second, "-scale: closed-loop measurement per operation, connections and size, after -scale-warmup (500ms with -short)")
+	fs.IntVar(&o.scale.rounds, "scale-rounds", 3, "-scale: paired rounds of each operation at every size after the base, each beside a phase on a second store of the base size; the ratios are their medians (1 with -short)")
 	fs.DurationVar(&o.scale.warmup, "scale-warmup", 500*time.Millisecond, "-scale: closed-loop warm-up, discarded (200ms with -short)")
 	fs.Float64Var(&o.scale.forkRate, "fork-rate", 1000, "-scale: creates a second (open loop) during each size's AOF rewrite and RDB snapshot, and during the subscriber's outage")
 	fs.Int64Var(&o.scale.migrate, "migrate-plants", 1000000, "-scale: 1.0.0 plants that plantstore migrate-store is timed over (0: none; 5000 with -short)")
@@ -154,6 +155,7 @@ func realMain() int {
 			"scale-sizes":    func() { *scaleSizes = "200000" },
 			"scale-window":   func() { o.scale.window = 500 * time.Millisecond },
 			"scale-warmup":   func() { o.scale.warmup = 200 * time.Millisecond },
+			"scale-rounds":   func() { o.scale.rounds = 1 },
 			"migrate-plants": func() { o.scale.migrate = 5000 },
 			"outage":         func() { o.scale.outage = 2 * time.Second },
 			"drain":          func() { o.scale.drain = 10 * time.Second },
@@ -166,8 +168,8 @@ func realMain() int {
 			}
 		}
 		var err error
-		if o.scale.sizes, err = parseSizes(*scaleSizes, o.scale.base); err != nil || o.scale.window <= 0 || o.scale.warmup < 0 || !(o.scale.forkRate > 0) || o.scale.migrate < 0 || o.scale.outage < 0 || o.scale.drain <= 0 {
-			fmt.Fprintf(os.Stderr, "bench: -scale-sizes must be ascending plant counts above -scale-base (%v); -scale-window, -fork-rate positive; -drain positive; -migrate-plants, -outage not negative\n", err)
+		if o.scale.sizes, err = parseSizes(*scaleSizes, o.scale.base); err != nil || o.scale.window <= 0 || o.scale.rounds < 1 || o.scale.warmup < 0 || !(o.scale.forkRate > 0) || o.scale.migrate < 0 || o.scale.outage < 0 || o.scale.drain <= 0 {
+			fmt.Fprintf(os.Stderr, "bench: -scale-sizes must be ascending plant counts above -scale-base (%v); -scale-window, -scale-rounds, -fork-rate positive; -drain positive; -migrate-plants, -outage not negative\n", err)
 			return 2
 		}
 	}

@@ -106,13 +106,18 @@ func (p *proc) logTail() string {
 // durability (AOF, fsync every second) and waits until it answers. It is
 // stopped at teardown, after every process that uses it.
 func (h *harness) startRedis(ctx context.Context) (string, *redis.Client, error) {
+	return h.startRedisIn(ctx, "redis")
+}
+
+// startRedisIn is startRedis with its files in dir, under the work directory.
+func (h *harness) startRedisIn(ctx context.Context, dir string) (string, *redis.Client, error) {
 	bin, err := redistest.Binary()
 	if err != nil {
 		return "", nil, err
 	}
 	out, _ := exec.CommandContext(ctx, bin, "--version").Output()
 	h.run.Machine.Redis = strings.TrimSpace(string(out))
-	srv, err := redistest.Launch(filepath.Join(h.work, "redis"),
+	srv, err := redistest.Launch(filepath.Join(h.work, dir),
 		"--protected-mode", "yes", "--appendonly", "yes", "--appendfsync", h.run.Appendfsync,
 		"--maxmemory-policy", "noeviction",
 		// No fork lands in a phase: no RDB snapshots, and no automatic AOF

@@ -44,6 +44,7 @@ type scaleOptions struct {
 	sizes          []int64
 	base           int64
 	window, warmup time.Duration
+	rounds         int
 	forkRate       float64
 	migrate        int64
 	outage, drain  time.Duration
@@ -105,7 +106,7 @@ func (h *harness) scaleMain(ctx context.Context) int {
 	h.run = &report.Run{Machine: machine()}
 	sr := &report.ScaleRun{
 		Date: time.Now(), Command: command(), Short: h.opts.short, Conns: scaleConns,
-		Warmup: h.opts.scale.warmup, Window: h.opts.scale.window, ForkRate: h.opts.scale.forkRate,
+		Warmup: h.opts.scale.warmup, Window: h.opts.scale.window, Rounds: h.opts.scale.rounds, ForkRate: h.opts.scale.forkRate,
 	}
 	h.logf("plantstore bench -scale: sizes %v after a base of %d plants, work dir %s, load average %s", h.opts.scale.sizes, h.opts.scale.base, h.work, h.run.Machine.LoadBefore)
 	if err := h.scale(ctx, root, sr); err != nil {
@@ -231,12 +232,12 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 	}
 	env := cleanEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+sink.url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.1")
-	args := []string{"--redis-addr", addr, "--auth-tokens-file", tokens, "--log-format", "json",
+	args := []string{"--auth-tokens-file", tokens, "--log-format", "json",
 		"--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
 	starts := 0
-	startService := func(extra ...string) (*scaleService, error) {
+	startServiceOn := func(redisAddr string, extra ...string) (*scaleService, error) {
 		starts++
-		p, err := h.spawn("plantstore", service, append(append([]string{}, args...), extra...), env, filepath.Join(h.work, fmt.Sprintf("service-%d.log", starts)))
+		p, err := h.spawn("plantstore", service, append(append([]string{"--redis-addr", redisAddr}, args...), extra...), env, filepath.Join(h.work, fmt.Sprintf("service-%d.log", starts)))
 		if err != nil {
 			return nil, err
 		}
@@ -250,6 +251,7 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		}
 		return &scaleService{p: p, target: t, ready: ready}, nil
 	}
+	startService := func(extra ...string) (*scaleService, error) { return startServiceOn(addr, extra...) }
 
 	if o.migrate > 0 {
 		if sr.Migration, err = h.migration(ctx, service, addr, env, o.migrate); err != nil {
@@ -261,24 +263,26 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 	}
 
 	h.ids.Store(createFirst)
-	var filled, pooled int64
-	var svc *scaleService
+	main := &scaleStore{rdb: rdb}
+	var ref *scaleStore // the base size's second store, beside every later size
 	defer func() {
-		if svc != nil {
-			svc.p.stop(5 * time.Second)
+		for _, st := range []*scaleStore{main, ref} {
+			if st != nil && st.svc != nil {
+				st.svc.p.stop(5 * time.Second)
+			}
 		}
 	}()
-	for _, target := range append([]int64{o.base}, o.sizes...) {
+	for i, target := range append([]int64{o.base}, o.sizes...) {
 		stored, err := plantsStored(ctx, rdb)
 		if err != nil {
 			return err
 		}
 		if n := target - stored; n > 0 {
 			began := time.Now()
-			if err := fill(ctx, rdb, fillFirst+filled, n); err != nil {
+			if err := fill(ctx, rdb, fillFirst+main.filled, n); err != nil {
 				return err
 			}
-			filled += n
+			main.filled += n
 			h.logf("filled %d plants in %s", n, time.Since(began).Round(time.Millisecond))
 		}
 		size := report.ScaleSize{EmptyUsedMemory: empty}
@@ -294,49 +298,42 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 			return err
 		}
-		if svc != nil {
-			svc.p.stop(5 * time.Second)
+		if main.svc != nil {
+			main.svc.p.stop(5 * time.Second)
 		}
-		if svc, err = startService(); err != nil {
+		if main.svc, err = startService(); err != nil {
 			return err
 		}
+		svc := main.svc
 		size.ReadyMs = stats.Millis(svc.ready)
 		tag := fmt.Sprintf("[%s plants]", strconv.FormatInt(size.Plants, 10))
 		h.logf("%s used_memory %d B (%.0f B a plant), ready in %.1f ms", tag, size.UsedMemory, size.PerPlant(), size.ReadyMs)
+		if i > 0 && ref == nil {
+			if ref, err = h.startBaseStore(ctx, startServiceOn); err != nil {
+				return err
+			}
+		}
 		for _, c := range scaleConns {
-			createRate := 0.0
 			for _, op := range report.ScaleOps {
-				var route load.Route
-				switch op {
-				case report.OpGet:
-					route = load.Get{First: fillFirst, N: filled}
-				case report.OpListHead:
-					route = load.List{Limit: 20, Pages: 1}
-				case report.OpListDeep:
-					route = load.List{Limit: 20, Pages: 1, Start: "/plants?limit=20&cursor=" + httpapi.EncodeCursor(fillFirst+filled/2)}
-				case report.OpCreate:
-					route = load.Create{IDs: &h.ids}
-				case report.OpDelete:
-					// At least 20,000/s: a slow create phase on the shared machine
-					// must not leave the deletes a pool they run through.
-					n := deletePool(max(createRate, 20000), o.warmup+o.window)
-					if err := fill(ctx, rdb, deleteFirst+pooled, n); err != nil {
-						return err
+				if i == 0 {
+					m, err := h.scalePhase(ctx, main, op, c)
+					if err != nil {
+						return fmt.Errorf("%s %s at %d connections: %w", tag, op, c, err)
 					}
-					route = load.NewDelete(deleteFirst+pooled, n)
-					pooled += n
+					size.Ops = append(size.Ops, m)
+					h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d", tag, op, c, m.Rate, m.P50, m.P99, m.Failed)
+					continue
 				}
-				res, err := svc.target.With(route).Closed(ctx, c, o.warmup, o.window, nil, nil)
+				pairs, err := h.pairedPhases(ctx, main, ref, o.base, op, c)
 				if err != nil {
 					return fmt.Errorf("%s %s at %d connections: %w", tag, op, c, err)
 				}
-				l := stats.Summarise(res.Latencies)
-				m := report.OpMeasure{Op: op, Conns: c, Rate: res.Throughput(), P50: stats.Millis(l.P50), P99: stats.Millis(l.P99), Failed: res.Failed(), Error: res.FirstError}
-				if op == report.OpCreate {
-					createRate = m.Rate
-				}
+				size.Pairs = append(size.Pairs, pairs...)
+				m := medianOf(pairs, func(p report.Pair) report.OpMeasure { return p.Size })
+				b := medianOf(pairs, func(p report.Pair) report.OpMeasure { return p.Base })
 				size.Ops = append(size.Ops, m)
-				h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d", tag, op, c, m.Rate, m.P50, m.P99, m.Failed)
+				h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d; beside it the base: %8.0f req/s, p99 %.2f ms",
+					tag, op, c, m.Rate, m.P50, m.P99, m.Failed, b.Rate, b.P99)
 			}
 		}
 		if size.UsecPerCall, err = usecPerCall(ctx, rdb); err != nil {
@@ -365,14 +362,129 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		}
 		sr.Sizes = append(sr.Sizes, size)
 	}
+	if ref != nil {
+		ref.svc.p.stop(5 * time.Second)
+		ref.svc = nil
+	}
 	if o.outage > 0 {
-		svc.p.stop(5 * time.Second)
-		svc = nil
+		main.svc.p.stop(5 * time.Second)
+		main.svc = nil
 		if sr.Outbox, err = h.outbox(ctx, rdb, startService); err != nil {
 			return fmt.Errorf("the outbox: %w", err)
 		}
 	}
 	return nil
+}
+
+// scaleStore is a Redis the -scale run measures and the service in front
+// of it: the plants filled from fillFirst, and the delete pools' ids used
+// from deleteFirst.
+type scaleStore struct {
+	rdb            *redis.Client
+	svc            *scaleService
+	filled, pooled int64
+	createRate     float64 // the last create phase's, which sizes the next delete pool
+}
+
+// startBaseStore starts the second store, which holds the base size's
+// plants beside every later size's phases, and its service.
+func (h *harness) startBaseStore(ctx context.Context, startOn func(redisAddr string, extra ...string) (*scaleService, error)) (*scaleStore, error) {
+	addr, rdb, err := h.startRedisIn(ctx, "redis-base")
+	if err != nil {
+		return nil, err
+	}
+	st := &scaleStore{rdb: rdb}
+	if st.svc, err = startOn(addr); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// scalePhase runs op's closed loop at c connections against st.
+func (h *harness) scalePhase(ctx context.Context, st *scaleStore, op string, c int) (report.OpMeasure, error) {
+	o := h.opts.scale
+	var route load.Route
+	switch op {
+	case report.OpGet:
+		route = load.Get{First: fillFirst, N: st.filled}
+	case report.OpListHead:
+		route = load.List{Limit: 20, Pages: 1}
+	case report.OpListDeep:
+		route = load.List{Limit: 20, Pages: 1, Start: "/plants?limit=20&cursor=" + httpapi.EncodeCursor(fillFirst+st.filled/2)}
+	case report.OpCreate:
+		route = load.Create{IDs: &h.ids}
+	case report.OpDelete:
+		// At least 20,000/s: a slow create phase on the shared machine
+		// must not leave the deletes a pool they run through.
+		n := deletePool(max(st.createRate, 20000), o.warmup+o.window)
+		if err := fill(ctx, st.rdb, deleteFirst+st.pooled, n); err != nil {
+			return report.OpMeasure{}, err
+		}
+		route = load.NewDelete(deleteFirst+st.pooled, n)
+		st.pooled += n
+	}
+	res, err := st.svc.target.With(route).Closed(ctx, c, o.warmup, o.window, nil, nil)
+	if err != nil {
+		return report.OpMeasure{}, err
+	}
+	l := stats.Summarise(res.Latencies)
+	m := report.OpMeasure{Op: op, Conns: c, Rate: res.Throughput(), P50: stats.Millis(l.P50), P99: stats.Millis(l.P99), Failed: res.Failed(), Error: res.FirstError}
+	if op == report.OpCreate {
+		st.createRate = m.Rate
+	}
+	return m, nil
+}
+
+// pairedPhases runs op at c connections on the size's store and on the
+// base size's in turns, -scale-rounds times, which of the two goes first
+// alternating. The base store is emptied and filled to base plants before
+// each of its phases, so that every one starts from the base size whatever
+// the ones before created.
+func (h *harness) pairedPhases(ctx context.Context, size, ref *scaleStore, base int64, op string, c int) ([]report.Pair, error) {
+	pairs := make([]report.Pair, h.opts.scale.rounds)
+	for r := range pairs {
+		for turn := range 2 {
+			if (r+turn)%2 == 0 {
+				if err := ref.rdb.FlushAll(ctx).Err(); err != nil {
+					return nil, err
+				}
+				if err := fill(ctx, ref.rdb, fillFirst, base); err != nil {
+					return nil, err
+				}
+				ref.filled = base
+				m, err := h.scalePhase(ctx, ref, op, c)
+				if err != nil {
+					return nil, fmt.Errorf("on the base store: %w", err)
+				}
+				pairs[r].Base = m
+				continue
+			}
+			m, err := h.scalePhase(ctx, size, op, c)
+			if err != nil {
+				return nil, err
+			}
+			pairs[r].Size = m
+		}
+	}
+	return pairs, nil
+}
+
+// medianOf is the median of the rounds' figures (rate, p50 and p99 each on
+// its own), their failed requests summed and the first error kept.
+func medianOf(pairs []report.Pair, side func(report.Pair) report.OpMeasure) report.OpMeasure {
+	var rate, p50, p99 []float64
+	var m report.OpMeasure
+	for _, p := range pairs {
+		s := side(p)
+		m.Op, m.Conns = s.Op, s.Conns
+		rate, p50, p99 = append(rate, s.Rate), append(p50, s.P50), append(p99, s.P99)
+		m.Failed += s.Failed
+		if m.Error == "" {
+			m.Error = s.Error
+		}
+	}
+	m.Rate, m.P50, m.P99 = stats.Summary(rate).Median, stats.Summary(p50).Median, stats.Summary(p99).Median
+	return m
 }
 
 // plantsStored counts the plants the listing indexes hold.

@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
 
 // The markers of the sizing block in docs/performance.md, written by the
@@ -43,7 +45,9 @@ const (
 
 // ScaleRun is one run of the harness's -scale mode: the store's cost by the
 // number of plants it holds, every figure of a size beside the base size's
-// (Sizes[0]) of the same run.
+// (Sizes[0]) of the same run. A later size's operations are measured in
+// Rounds paired phases, each beside one on a second store of the base size,
+// and their ratios are the medians of the rounds' (ScaleSize.Pairs).
 type ScaleRun struct {
 	Date        time.Time
 	Command     string
@@ -54,6 +58,7 @@ type ScaleRun struct {
 	Conns       []int
 	Warmup      time.Duration
 	Window      time.Duration
+	Rounds      int `json:",omitempty"`
 	// ForkRate is the creates a second sent while Redis forks.
 	ForkRate float64
 	// PlantBytes and KeyBytes: the JSON value of the plant the fill stores
@@ -73,7 +78,13 @@ type ScaleRun struct {
 // ScaleSize is what one size measured.
 type ScaleSize struct {
 	Plants int64 // stored when the size's phases started
-	Ops    []OpMeasure
+	// Ops are the size's figures: at a later size, each the median of its
+	// rounds in Pairs.
+	Ops []OpMeasure
+	// Pairs are a later size's rounds, each phase beside one of the same
+	// operation on a second store of the base size, run just before or
+	// after it: what the machine did in the meantime falls on both.
+	Pairs []Pair `json:",omitempty"`
 	// Redis's INFO memory when the size's phases started (the fill done),
 	// and of an empty Redis: the plants' own share is the difference.
 	UsedMemory, UsedMemoryRSS, EmptyUsedMemory int64
@@ -151,8 +162,25 @@ type OutboxMeasure struct {
 	Drained     bool
 }
 
-// ratio is a size's figure over the base size's.
+// Pair is one round of an operation at a size: its phase on the size's
+// store and the phase beside it on the base size's.
+type Pair struct {
+	Size, Base OpMeasure
+}
+
+// ratio is a size's figure over the base size's: the median of the rounds'
+// ratios to the phases beside them, or without rounds (a run before they
+// were paired) to the base size's own figure.
 func (r *ScaleRun) ratio(size int, op string, conns int, f func(OpMeasure) float64) float64 {
+	var sized, based []float64
+	for _, p := range r.Sizes[size].Pairs {
+		if p.Size.Op == op && p.Size.Conns == conns {
+			sized, based = append(sized, f(p.Size)), append(based, f(p.Base))
+		}
+	}
+	if len(sized) > 0 {
+		return stats.Summary(stats.Ratios(sized, based)).Median
+	}
 	a, okA := r.Sizes[size].op(op, conns)
 	b, okB := r.Sizes[0].op(op, conns)
 	if !okA || !okB || f(b) <= 0 {
@@ -226,7 +254,11 @@ func (r *ScaleRun) Incomplete() []string {
 func (r *ScaleRun) FailedRequests() []string {
 	var out []string
 	for _, s := range r.Sizes {
-		for _, m := range s.Ops {
+		ops := s.Ops
+		for _, p := range s.Pairs {
+			ops = append(ops, p.Base)
+		}
+		for _, m := range ops {
 			if m.Failed > 0 {
 				out = append(out, fmt.Sprintf("%d plants: %s at %d connections: %d requests failed: %.200s", s.Plants, m.Op, m.Conns, m.Failed, m.Error))
 			}
@@ -319,8 +351,11 @@ func Sizing(r *ScaleRun) []byte {
 	p("- run: %s, `%s`, %s\n", r.Date.UTC().Format(time.RFC3339), r.Command, r.Elapsed.Round(time.Second))
 	p("- machine: %d CPUs (%s), %s, %s, %s (`appendfsync %s`); load average %s at the start, %s at the end\n",
 		r.Machine.NProc, r.Machine.CPU, r.Machine.Kernel, r.Machine.GoVersion, redisVersion(r.Machine.Redis), r.Appendfsync, r.Machine.LoadBefore, r.Machine.LoadAfter)
-	p("- phases: each operation a closed loop at %s connections, %s after a %s warm-up; the forks under %.0f creates/s (open loop); every plant `%d` bytes of JSON under a key of %d bytes\n",
-		joinInts(r.Conns), r.Window, r.Warmup, r.ForkRate, r.PlantBytes, r.KeyBytes)
+	p("- phases: each operation a closed loop at %s connections, %s after a %s warm-up", joinInts(r.Conns), r.Window, r.Warmup)
+	if r.Rounds > 0 {
+		p(", at every size after the base in %d rounds, each beside a phase on a second store of the base size", r.Rounds)
+	}
+	p("; the forks under %.0f creates/s (open loop); every plant `%d` bytes of JSON under a key of %d bytes\n", r.ForkRate, r.PlantBytes, r.KeyBytes)
 	for _, f := range r.Failures {
 		p("- **failure**: %s\n", f)
 	}
@@ -339,7 +374,12 @@ func Sizing(r *ScaleRun) []byte {
 		}
 		p("\n")
 	}
-	p("Operations: throughput / p50 / p99 as ratios to the base size's (its column: req/s, ms, ms). Memory: Redis's\n")
+	if r.Rounds > 0 {
+		p("Operations: throughput / p50 / p99 as ratios to the base size's, the median of the rounds' ratios to the phases\n")
+		p("beside them (the base column: req/s, ms, ms, measured alone before the fill). Memory: Redis's\n")
+	} else {
+		p("Operations: throughput / p50 / p99 as ratios to the base size's (its column: req/s, ms, ms). Memory: Redis's\n")
+	}
 	p("INFO when the size's phases started; the headroom is RSS over used_memory plus the larger fork's copy-on-write.\n\n")
 	p("| plants |")
 	for _, s := range r.Sizes {

@@ -30,6 +30,20 @@ func scaleRun(slower float64) *ScaleRun {
 	return r
 }
 
+// pairs makes a round of each of ops per factor: the size's figure as in
+// ops, the base phase beside it that many times faster.
+func pairs(ops []OpMeasure, factors ...float64) []Pair {
+	var out []Pair
+	for _, f := range factors {
+		for _, m := range ops {
+			b := m
+			b.Rate, b.P50, b.P99 = m.Rate*f, m.P50/f, m.P99/f
+			out = append(out, Pair{Size: m, Base: b})
+		}
+	}
+	return out
+}
+
 func TestScaleGoalsAndFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -59,6 +73,18 @@ func TestScaleGoalsAndFailures(t *testing.T) {
 			r.Outbox = &OutboxMeasure{Created: 10, Received: 9, Lost: 1, Drained: true}
 			return r
 		}, []bool{true, true, true, true}, "1 events lost"},
+		// Paired rounds: each ratio is the median of the rounds' ratios to
+		// the phases beside them, whatever the base column measured alone.
+		{"paired, flat beside a slow base column", func() *ScaleRun {
+			r := scaleRun(1.3)
+			r.Sizes[1].Pairs = pairs(r.Sizes[1].Ops, 0.9, 1, 1.15)
+			return r
+		}, []bool{true, true, true, true}, ""},
+		{"paired, slower in most rounds", func() *ScaleRun {
+			r := scaleRun(1)
+			r.Sizes[1].Pairs = pairs(r.Sizes[1].Ops, 1.3, 1, 1.25)
+			return r
+		}, []bool{false, false, true, true}, ""},
 		{"not drained", func() *ScaleRun {
 			r := scaleRun(1)
 			r.Outbox = &OutboxMeasure{Created: 10, Received: 10}
@@ -98,6 +124,10 @@ func TestJudge(t *testing.T) {
 		{"failed requests, short", true, func(r *ScaleRun) { r.Sizes[0].Ops[2].Failed = 2 }, 1, 0},
 		{"failed creates in the outage", false, func(r *ScaleRun) {
 			r.Outbox = &OutboxMeasure{Created: 10, Received: 10, Failed: 3, Drained: true}
+		}, 0, 1},
+		{"failed requests beside a size", false, func(r *ScaleRun) {
+			r.Sizes[1].Pairs = pairs(r.Sizes[1].Ops, 1)
+			r.Sizes[1].Pairs[3].Base.Failed = 1
 		}, 0, 1},
 		{"an event lost", false, func(r *ScaleRun) { r.Outbox = &OutboxMeasure{Created: 10, Received: 9, Lost: 1, Drained: true} }, 1, 0},
 	} {
