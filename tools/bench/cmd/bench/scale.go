@@ -263,10 +263,10 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 	}
 
 	h.ids.Store(createFirst)
-	main := &scaleStore{rdb: rdb}
-	var ref *scaleStore // the base size's second store, beside every later size
+	grown := &scaleStore{rdb: rdb} // the store the sizes fill
+	var ref *scaleStore            // the base size's second store, beside every later size
 	defer func() {
-		for _, st := range []*scaleStore{main, ref} {
+		for _, st := range []*scaleStore{grown, ref} {
 			if st != nil && st.svc != nil {
 				st.svc.p.stop(5 * time.Second)
 			}
@@ -279,10 +279,10 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		}
 		if n := target - stored; n > 0 {
 			began := time.Now()
-			if err := fill(ctx, rdb, fillFirst+main.filled, n); err != nil {
+			if err := fill(ctx, rdb, fillFirst+grown.filled, n); err != nil {
 				return err
 			}
-			main.filled += n
+			grown.filled += n
 			h.logf("filled %d plants in %s", n, time.Since(began).Round(time.Millisecond))
 		}
 		size := report.ScaleSize{EmptyUsedMemory: empty}
@@ -298,13 +298,13 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 			return err
 		}
-		if main.svc != nil {
-			main.svc.p.stop(5 * time.Second)
+		if grown.svc != nil {
+			grown.svc.p.stop(5 * time.Second)
 		}
-		if main.svc, err = startService(); err != nil {
+		if grown.svc, err = startService(); err != nil {
 			return err
 		}
-		svc := main.svc
+		svc := grown.svc
 		size.ReadyMs = stats.Millis(svc.ready)
 		tag := fmt.Sprintf("[%s plants]", strconv.FormatInt(size.Plants, 10))
 		h.logf("%s used_memory %d B (%.0f B a plant), ready in %.1f ms", tag, size.UsedMemory, size.PerPlant(), size.ReadyMs)
@@ -316,7 +316,7 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		for _, c := range scaleConns {
 			for _, op := range report.ScaleOps {
 				if i == 0 {
-					m, err := h.scalePhase(ctx, main, op, c)
+					m, err := h.scalePhase(ctx, grown, op, c)
 					if err != nil {
 						return fmt.Errorf("%s %s at %d connections: %w", tag, op, c, err)
 					}
@@ -324,7 +324,7 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 					h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d", tag, op, c, m.Rate, m.P50, m.P99, m.Failed)
 					continue
 				}
-				pairs, err := h.pairedPhases(ctx, main, ref, o.base, op, c)
+				pairs, err := h.pairedPhases(ctx, grown, ref, o.base, op, c)
 				if err != nil {
 					return fmt.Errorf("%s %s at %d connections: %w", tag, op, c, err)
 				}
@@ -367,8 +367,8 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		ref.svc = nil
 	}
 	if o.outage > 0 {
-		main.svc.p.stop(5 * time.Second)
-		main.svc = nil
+		grown.svc.p.stop(5 * time.Second)
+		grown.svc = nil
 		if sr.Outbox, err = h.outbox(ctx, rdb, startService); err != nil {
 			return fmt.Errorf("the outbox: %w", err)
 		}
