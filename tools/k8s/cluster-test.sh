@@ -291,6 +291,11 @@ spec:
       image: plantstore.test/load:1
       imagePullPolicy: Never
       args: [-url, "$url", -token-file, /etc/tokens/tokens, -rate, "$RATE", -duration, "${secs}s", -stop-addr, ":8090"$extra]
+      # Not BestEffort: when a disruption saturates the CPU (a node's loss),
+      # a pod without requests gets a sliver of it, and a caller starved for
+      # seconds misses its own HTTP/2 health check's answer and fails every
+      # request in flight on the connection.
+      resources: {requests: {cpu: 100m, memory: 64Mi}}
       $SECURE
       volumeMounts: [{name: tokens, mountPath: /etc/tokens, readOnly: true}$ca_mount]
   volumes: [{name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}$ca_vol]
