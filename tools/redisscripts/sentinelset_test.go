@@ -71,27 +71,19 @@ func startSentinelSet(t *testing.T, block int) *sentinelSet {
 		}
 		return nil
 	})
-	s.waitForSentinels(t, 2)
-	return s
-}
-
-// waitForSentinels waits until the last n pods' Sentinels know both
-// replicas and each other.
-func (s *sentinelSet) waitForSentinels(t *testing.T, n int) {
-	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ok := true
-		for i := 3 - n; i < 3; i++ {
+		for i := 1; i < 3; i++ {
 			out, _ := s.cli(s.ip(i), s.sentinelPort, "SENTINEL", "master", "plantstore")
 			f := fields(out)
-			ok = ok && f["num-slaves"] == "2" && f["num-other-sentinels"] == strconv.Itoa(n-1)
+			ok = ok && f["num-slaves"] == "2" && f["num-other-sentinels"] == "1"
 		}
 		if ok {
-			return
+			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d Sentinels did not learn both replicas and each other within 20s", n)
+			t.Fatal("the Sentinels did not learn both replicas and each other within 20s")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

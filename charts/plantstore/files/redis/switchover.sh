@@ -2,12 +2,11 @@
 ## switchover.sh HOST, the preStop of the Redis server of the pod HOST (redis.architecture sentinel): a
 ## master about to stop (a drain, a rollout, a scale-down) hands over first. It pauses writes (none is
 ## acknowledged from then on, so the replica promoted holds every acknowledged plant), asks another
-## pod's Sentinel to fail over, again while the Sentinels are still completing an earlier failover, and
-## ends, writes still paused, once every Sentinel has the promoted replica on record as the master
-## (this pod's too: its container's preStop keeps it answering until this server stops), at most 20
-## seconds in all, closing its clients' connections so that they ask the Sentinels again; clients
-## meanwhile wait or get 503s for a second or two instead of the down-after window. A replica stops as
-## it is.
+## pod's Sentinel to fail over (this pod's is stopping too), again while the Sentinels are still
+## completing an earlier failover, and ends, writes still paused, once every Sentinel has the promoted
+## replica on record as the master, at most 20 seconds in all, closing its clients' connections so
+## that they ask the Sentinels again; clients meanwhile wait or get 503s for a second or two instead of
+## the down-after window. A replica stops as it is.
 ##
 ## REDIS_HOSTS (the pods' DNS names in ordinal order) and MASTER_NAME (redis.sentinel.masterName):
 ## from the environment when run as this file; the chart writes them in (templates/_redis.tpl).
@@ -41,18 +40,19 @@ while [ -z "$asked" ] && [ "$(date +%s)" -lt "$end" ]; do
   done
   [ -n "$asked" ] || sleep 1
 done
-# Done when every Sentinel that answers, this pod's included, has another
-# master on record (the one asked switches at the failover's end, the others
-# from its hellos): clients asking any of them find the new master. The
-# writes stay paused until the pod stops, so none is taken by a master about
-# to stop; the Sentinels convert it only after seeing it report the wrong
-# role for a while, past the pause, and a REPLICAOF here would start a full
-# sync whose first AOF rewrite makes Redis refuse the SIGTERM that follows.
+# Done when every Sentinel that answers has another master on record (the
+# one asked switches at the failover's end, the others from its hellos):
+# clients asking any of them find the new master. The writes stay paused
+# until the pod stops, so none is taken by a master about to stop; the
+# Sentinels convert it only after seeing it report the wrong role for a
+# while, past the pause, and a REPLICAOF here would start a full sync whose
+# first AOF rewrite makes Redis refuse the SIGTERM that follows.
 new="" first=""
 [ -z "$asked" ] || say "failover asked of the Sentinel of $asked"
 while [ -n "$asked" ] && [ -z "$new" ] && [ "$(date +%s)" -lt "$end" ]; do
   agreed="" stale=""
   for host in $REDIS_HOSTS; do
+    [ "$host" = "$me" ] && continue
     rec=$(timeout 2 redis-cli -h "$host" -p 26379 --raw SENTINEL master $MASTER_NAME 2>/dev/null | tr -d '\r' |
       awk 'NR % 2 == 1 {k = $0; next} k == "ip" {ip = $0} END {print ip}')
     [ -n "$rec" ] || continue
