@@ -17,10 +17,13 @@ import (
 // blackholeProxy forwards TCP connections to a backend until freeze: from
 // then on the connections it holds carry nothing either way and are never
 // closed, as when the peer's node is gone; new connections are forwarded
-// again (to the peer that is left).
+// again (to the peer that is left). With lag set, every byte is delivered
+// that long after it arrived, as on a path, or between peers, starved of
+// CPU.
 type blackholeProxy struct {
 	addr    string
 	frozen  atomic.Bool
+	lag     atomic.Int64 // time.Duration
 	accepts atomic.Int32
 	mu      sync.Mutex
 	held    []net.Conn
@@ -65,10 +68,25 @@ func newBlackholeProxy(t *testing.T, backend string) *blackholeProxy {
 }
 
 // pipe copies until the proxy freezes, if the connection is older than the
-// freeze; then it swallows what arrives.
+// freeze; then it swallows what arrives. Each read is written lag after it
+// arrived, in order.
 func (p *blackholeProxy) pipe(dst, src net.Conn, bornFrozen bool) {
-	buf := make([]byte, 32<<10)
+	type chunk struct {
+		b   []byte
+		due time.Time
+	}
+	chunks := make(chan chunk, 1024)
+	go func() {
+		for c := range chunks {
+			time.Sleep(time.Until(c.due))
+			if _, err := dst.Write(c.b); err != nil {
+				return
+			}
+		}
+	}()
+	defer close(chunks)
 	for {
+		buf := make([]byte, 32<<10)
 		n, err := src.Read(buf)
 		if err != nil {
 			return
@@ -76,9 +94,7 @@ func (p *blackholeProxy) pipe(dst, src net.Conn, bornFrozen bool) {
 		if !bornFrozen && p.frozen.Load() {
 			continue
 		}
-		if _, err := dst.Write(buf[:n]); err != nil {
-			return
-		}
+		chunks <- chunk{buf[:n], time.Now().Add(time.Duration(p.lag.Load()))}
 	}
 }
 
@@ -129,6 +145,51 @@ func TestDefaultTransportLeavesAVanishedPeer(t *testing.T) {
 		t.Errorf("%d connections dialled, want 2 (the first, then one after the health check closed it)", n)
 	}
 	t.Logf("the create succeeded %v after the peer vanished", time.Since(start).Round(100*time.Millisecond))
+}
+
+// TestDefaultTransportKeepsASlowPeer: a live peer, or a caller, starved of
+// CPU answers a ping late. Here every byte takes 1.5 s each way while the
+// server holds a create 4 s, so the connection is silent, pinged, and the
+// answer comes 3 s later: the connection is kept and the create answered
+// (a 2 s ping timeout closed it, failing every request in flight on it).
+func TestDefaultTransportKeepsASlowPeer(t *testing.T) {
+	var hold atomic.Bool
+	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if hold.Load() {
+			time.Sleep(4 * time.Second)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":10,"name":"Monstera","tag":"tropical"}`)
+	}))
+	backend.EnableHTTP2 = true
+	backend.StartTLS()
+	t.Cleanup(backend.Close)
+	proxy := newBlackholeProxy(t, backend.Listener.Addr().String())
+
+	roots := x509.NewCertPool()
+	roots.AddCert(backend.Certificate())
+	tr := NewTransport()
+	tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	t.Cleanup(tr.CloseIdleConnections)
+	// No retries: the first attempt's fate is the transport's.
+	c, err := New("https://"+proxy.addr, "token", WithRetries(1), WithHTTPDoer(&http.Client{Transport: tr, Timeout: time.Minute}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := createOp.call(t.Context(), c); err != nil {
+		t.Fatalf("create before the lag: %v", err)
+	}
+	hold.Store(true)
+	proxy.lag.Store(int64(1500 * time.Millisecond))
+	start := time.Now()
+	if err := createOp.call(t.Context(), c); err != nil {
+		t.Fatalf("create over the slow path: %v after %v (a live connection closed)", err, time.Since(start))
+	}
+	if n := proxy.accepts.Load(); n != 1 {
+		t.Errorf("%d connections dialled, want 1: the slow peer's connection was left", n)
+	}
+	t.Logf("the create answered %v after it was sent", time.Since(start).Round(100*time.Millisecond))
 }
 
 // TestNewUsesTheHealthCheckedTransport: New's default HTTP client is the one
