@@ -295,7 +295,7 @@ spec:
       # a pod without requests gets a sliver of it, and a caller starved for
       # seconds misses its own HTTP/2 health check's answer and fails every
       # request in flight on the connection.
-      resources: {requests: {cpu: 100m, memory: 64Mi}}
+      resources: {requests: {cpu: 100m}}
       $SECURE
       volumeMounts: [{name: tokens, mountPath: /etc/tokens, readOnly: true}$ca_mount]
   volumes: [{name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}$ca_vol]
