@@ -98,16 +98,15 @@ func (p *blackholeProxy) pipe(dst, src net.Conn, bornFrozen bool) {
 	}
 }
 
-// TestDefaultTransportLeavesAVanishedPeer: an HTTP/2 connection whose peer
-// stops answering (a Gateway replica on a node that died) is found dead by
-// the transport's health check and closed, so the retry of a create dials
-// anew and succeeds. Without the health check every attempt would wait on
-// the dead connection until the context's deadline.
-func TestDefaultTransportLeavesAVanishedPeer(t *testing.T) {
-	var protos sync.Map
+// proxiedClient is a client over NewTransport to an HTTP/2 TLS server
+// answering every create with a plant (before, before calls hold), through
+// a blackholeProxy; opts come after its HTTP client, whose per-attempt
+// timeout (a minute) outlasts the tests' deadlines.
+func proxiedClient(t *testing.T, before func(*http.Request), opts ...Option) (*PlantStore, *blackholeProxy) {
+	t.Helper()
 	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		protos.Store(r.Proto, true)
 		_, _ = io.Copy(io.Discard, r.Body)
+		before(r)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":10,"name":"Monstera","tag":"tropical"}`)
 	}))
@@ -121,12 +120,23 @@ func TestDefaultTransportLeavesAVanishedPeer(t *testing.T) {
 	tr := NewTransport()
 	tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	t.Cleanup(tr.CloseIdleConnections)
-	// A per-attempt timeout longer than the test's deadline: only the
-	// health check can free the request.
-	c, err := New("https://"+proxy.addr, "token", WithHTTPDoer(&http.Client{Transport: tr, Timeout: time.Minute}))
+	c, err := New("https://"+proxy.addr, "token", append([]Option{WithHTTPDoer(&http.Client{Transport: tr, Timeout: time.Minute})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, proxy
+}
+
+// TestDefaultTransportLeavesAVanishedPeer: an HTTP/2 connection whose peer
+// stops answering (a Gateway replica on a node that died) is found dead by
+// the transport's health check and closed, so the retry of a create dials
+// anew and succeeds. Without the health check every attempt would wait on
+// the dead connection until the context's deadline.
+func TestDefaultTransportLeavesAVanishedPeer(t *testing.T) {
+	var protos sync.Map
+	// Only the health check can free a request: the per-attempt timeout
+	// outlasts the test's deadline.
+	c, proxy := proxiedClient(t, func(r *http.Request) { protos.Store(r.Proto, true) })
 	if err := createOp.call(t.Context(), c); err != nil {
 		t.Fatalf("create before the peer vanished: %v", err)
 	}
@@ -154,29 +164,12 @@ func TestDefaultTransportLeavesAVanishedPeer(t *testing.T) {
 // (a 2 s ping timeout closed it, failing every request in flight on it).
 func TestDefaultTransportKeepsASlowPeer(t *testing.T) {
 	var hold atomic.Bool
-	backend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+	// No retries: the first attempt's fate is the transport's.
+	c, proxy := proxiedClient(t, func(*http.Request) {
 		if hold.Load() {
 			time.Sleep(4 * time.Second)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"id":10,"name":"Monstera","tag":"tropical"}`)
-	}))
-	backend.EnableHTTP2 = true
-	backend.StartTLS()
-	t.Cleanup(backend.Close)
-	proxy := newBlackholeProxy(t, backend.Listener.Addr().String())
-
-	roots := x509.NewCertPool()
-	roots.AddCert(backend.Certificate())
-	tr := NewTransport()
-	tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	t.Cleanup(tr.CloseIdleConnections)
-	// No retries: the first attempt's fate is the transport's.
-	c, err := New("https://"+proxy.addr, "token", WithRetries(1), WithHTTPDoer(&http.Client{Transport: tr, Timeout: time.Minute}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, WithRetries(1))
 	if err := createOp.call(t.Context(), c); err != nil {
 		t.Fatalf("create before the lag: %v", err)
 	}
