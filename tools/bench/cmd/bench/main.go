@@ -33,7 +33,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/plantstore/plantstore/internal/redistest"
-	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
 
@@ -74,7 +73,6 @@ type harness struct {
 	start time.Time
 	work  string // temporary directory: binaries, logs, Redis data
 	bench string // tools/bench
-	hz    float64
 	token string
 	ids   atomic.Int64
 	run   *report.Run
@@ -194,7 +192,7 @@ func realMain() int {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
-	h := &harness{opts: o, start: time.Now(), hz: procfs.ClockTicks()}
+	h := &harness{opts: o, start: time.Now()}
 	if o.scaleOn {
 		code := h.scaleMain(ctx)
 		h.teardown(code != 0)
@@ -264,7 +262,7 @@ func (h *harness) main(ctx context.Context) int {
 		h.logf("error: %v", err)
 		return 1
 	}
-	h.run.Machine.LoadAfter = procfs.LoadAverage()
+	h.run.Machine.LoadAfter = loadAverage()
 	h.run.Elapsed = time.Since(h.start)
 	h.run.Failures = append(h.run.Failures, h.run.Incomplete()...)
 	for _, v := range []string{report.Service, report.AllSampled} {
@@ -557,17 +555,16 @@ func command() string {
 }
 
 func machine() report.Machine {
-	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
 	kernel := "unknown"
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		kernel = "Linux " + strings.TrimSpace(string(b))
 	}
 	return report.Machine{
 		NProc:      runtime.NumCPU(),
-		CPU:        procfs.CPUModel(cpuinfo),
+		CPU:        cpuModel(),
 		Kernel:     kernel,
 		GoVersion:  runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
-		LoadBefore: procfs.LoadAverage(),
+		LoadBefore: loadAverage(),
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/tools/bench/internal/load"
-	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
@@ -176,11 +175,11 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		return rd, ctx.Err()
 	}
 	for _, r := range rs {
-		mem, err := procfs.ReadMemory(r.p.pid())
+		mem, err := memory(r.p.pid())
 		if err != nil {
 			return rd, fmt.Errorf("%s: %w", r.v.name, err)
 		}
-		r.m.IdleRSS = mib(mem.RSS)
+		r.m.IdleRSS = mib(mem.VmRSS)
 	}
 
 	// Peak: closed loop, the floor and the service as a pair (in this
@@ -203,11 +202,11 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		if res.Requests > 0 {
 			r.m.AOFBytesPerRequest = float64(c.aofBytes) / float64(res.Requests)
 		}
-		mem, err := procfs.ReadMemory(r.p.pid())
+		mem, err := memory(r.p.pid())
 		if err != nil {
 			return rd, fmt.Errorf("%s: %w", r.v.name, err)
 		}
-		r.m.ClosedRSS = mib(mem.HWM)
+		r.m.ClosedRSS = mib(mem.VmHWM)
 		h.logf("%s %-20s peak %8.0f req/s, CPU %.4f s/1k req (generator %.4f), closed-loop p50 %.2f ms p99 %.2f ms, peak RSS %.1f MiB, failed %d",
 			tag, r.v.name, r.m.Peak, r.m.CPUPer1k, r.m.GeneratorCPUPer1k, r.m.ClosedP50, r.m.ClosedP99, r.m.ClosedRSS, res.Failed())
 	}
@@ -236,17 +235,17 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 			for n := range rs {
 				v := (n + k) % len(rs)
 				r := rs[v]
-				s0, _ := procfs.ReadCPU(r.p.pid())
-				g0, _ := procfs.ReadCPU(os.Getpid())
+				s0, _ := cpuSeconds(r.p.pid())
+				g0, _ := cpuSeconds(os.Getpid())
 				res, err := r.target.Open(ctx, rate, h.opts.rateDuration/time.Duration(turns), maxInFlight)
 				if err != nil {
 					return rd, fmt.Errorf("%s: %w", r.v.name, err)
 				}
-				s1, _ := procfs.ReadCPU(r.p.pid())
-				g1, _ := procfs.ReadCPU(os.Getpid())
+				s1, _ := cpuSeconds(r.p.pid())
+				g1, _ := cpuSeconds(os.Getpid())
 				results[v].Add(res)
-				cpu[v] += float64(s1.Total()-s0.Total()) / h.hz
-				generator[v] += float64(g1.Total()-g0.Total()) / h.hz
+				cpu[v] += s1 - s0
+				generator[v] += g1 - g0
 			}
 		}
 		for v, r := range rs {
@@ -268,11 +267,11 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 
 	// Peak RSS: the high-water mark since exec, after the round's create load.
 	for _, r := range rs {
-		mem, err := procfs.ReadMemory(r.p.pid())
+		mem, err := memory(r.p.pid())
 		if err != nil {
 			return rd, fmt.Errorf("%s: %w", r.v.name, err)
 		}
-		r.m.PeakRSS = mib(mem.HWM)
+		r.m.PeakRSS = mib(mem.VmHWM)
 		h.logf("%s %-20s RSS idle %.1f MiB, peak %.1f MiB", tag, r.v.name, r.m.IdleRSS, r.m.PeakRSS)
 	}
 	if err := h.routes(ctx, i, tag, rd, rs); err != nil {
@@ -307,19 +306,19 @@ type closedRun struct {
 // closed runs the creates' closed loop against r at conns connections for
 // window after -warmup.
 func (h *harness) closed(ctx context.Context, r *running, conns int, window time.Duration) (closedRun, error) {
-	var c0, c1, g0, g1 procfs.CPUTicks
+	var c0, c1, g0, g1 float64
 	var a0, a1 int64
 	var e0, e1, ea0, ea1 error
 	pid := r.p.pid()
 	res, err := r.target.Closed(ctx, conns, h.opts.warmup, window,
 		func() {
-			c0, e0 = procfs.ReadCPU(pid)
-			g0, _ = procfs.ReadCPU(os.Getpid())
+			c0, e0 = cpuSeconds(pid)
+			g0, _ = cpuSeconds(os.Getpid())
 			a0, ea0 = redisInfoInt(ctx, h.rdb, "persistence", "aof_current_size")
 		},
 		func() {
-			c1, e1 = procfs.ReadCPU(pid)
-			g1, _ = procfs.ReadCPU(os.Getpid())
+			c1, e1 = cpuSeconds(pid)
+			g1, _ = cpuSeconds(os.Getpid())
 			a1, ea1 = redisInfoInt(ctx, h.rdb, "persistence", "aof_current_size")
 		})
 	if err != nil {
@@ -331,7 +330,7 @@ func (h *harness) closed(ctx context.Context, r *running, conns int, window time
 	if ea0 != nil || ea1 != nil {
 		return closedRun{}, fmt.Errorf("%s: reading Redis's AOF size: %v %v", r.v.name, ea0, ea1)
 	}
-	return closedRun{res: res, cpu: float64(c1.Total()-c0.Total()) / h.hz, generatorCPU: float64(g1.Total()-g0.Total()) / h.hz, aofBytes: a1 - a0}, nil
+	return closedRun{res: res, cpu: c1 - c0, generatorCPU: g1 - g0, aofBytes: a1 - a0}, nil
 }
 
 // pair is the floor and the service in the order round i (from 0) runs

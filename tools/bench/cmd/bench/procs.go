@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/plantstore/plantstore/internal/redistest"
@@ -351,4 +352,45 @@ func infoInt(info, field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("INFO has no field %s", field)
+}
+
+// cpuSeconds is the user and system CPU time pid has used.
+func cpuSeconds(pid int) (float64, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, err
+	}
+	s, err := p.Stat()
+	return s.CPUTime(), err
+}
+
+// memory is what Linux says of pid's resident memory: VmRSS now, VmHWM the
+// peak since exec, in bytes.
+func memory(pid int) (procfs.ProcStatus, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return procfs.ProcStatus{}, err
+	}
+	return p.NewStatus()
+}
+
+// cpuModel is the machine's first CPU model name, as the report records it.
+func cpuModel() string {
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if cpus, err := fs.CPUInfo(); err == nil && len(cpus) > 0 {
+			return cpus[0].ModelName
+		}
+	}
+	return "unknown"
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages, as /proc/loadavg
+// spells them.
+func loadAverage() string {
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if l, err := fs.LoadAvg(); err == nil {
+			return fmt.Sprintf("%.2f %.2f %.2f", l.Load1, l.Load5, l.Load15)
+		}
+	}
+	return "unknown"
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/tools/bench/internal/load"
-	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
@@ -104,11 +103,11 @@ func (h *harness) routes(ctx context.Context, round int, tag string, rd report.R
 // routePhase runs one closed loop of route against r and reads the server's
 // CPU time over its window.
 func (h *harness) routePhase(ctx context.Context, r *running, route load.Route) (*report.RouteMeasure, error) {
-	var c0, c1 procfs.CPUTicks
+	var c0, c1 float64
 	var e0, e1 error
 	pid := r.p.pid()
 	res, err := r.target.With(route).Closed(ctx, h.opts.conns, h.opts.routeWarmup, h.opts.routeDuration,
-		func() { c0, e0 = procfs.ReadCPU(pid) }, func() { c1, e1 = procfs.ReadCPU(pid) })
+		func() { c0, e0 = cpuSeconds(pid) }, func() { c1, e1 = cpuSeconds(pid) })
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +117,7 @@ func (h *harness) routePhase(ctx context.Context, r *running, route load.Route) 
 	l := stats.Summarise(res.Latencies)
 	return &report.RouteMeasure{
 		Peak: res.Throughput(), Requests: res.Requests,
-		CPUPer1k: stats.PerThousand(float64(c1.Total()-c0.Total())/h.hz, res.Requests),
+		CPUPer1k: stats.PerThousand(c1-c0, res.Requests),
 		P50:      stats.Millis(l.P50), P99: stats.Millis(l.P99),
 		Bad: res.Bad, Errors: res.Errors, Statuses: res.Statuses, FirstError: res.FirstError,
 	}, nil

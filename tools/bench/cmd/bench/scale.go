@@ -24,7 +24,6 @@ import (
 	"github.com/plantstore/plantstore/internal/plant"
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/tools/bench/internal/load"
-	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
@@ -114,7 +113,7 @@ func (h *harness) scaleMain(ctx context.Context) int {
 		return 1
 	}
 	sr.Machine = h.run.Machine
-	sr.Machine.LoadAfter = procfs.LoadAverage()
+	sr.Machine.LoadAfter = loadAverage()
 	sr.Elapsed = time.Since(h.start)
 	// A request that failed fails the CI run; a full run reports it: on
 	// the shared machine a starved Redis answers some requests past their

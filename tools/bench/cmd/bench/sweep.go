@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/plantstore/plantstore/tools/bench/internal/load"
-	"github.com/plantstore/plantstore/tools/bench/internal/procfs"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
@@ -61,7 +60,7 @@ func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns i
 		if err != nil {
 			return err
 		}
-		mem, err := procfs.ReadMemory(r.p.pid())
+		mem, err := memory(r.p.pid())
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.v.name, err)
 		}
@@ -70,7 +69,7 @@ func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns i
 			Peak: c.res.Throughput(), Requests: c.res.Requests,
 			CPUPer1k: stats.PerThousand(c.cpu, c.res.Requests),
 			P50:      stats.Millis(l.P50), P99: stats.Millis(l.P99),
-			PeakRSS: mib(mem.HWM),
+			PeakRSS: mib(mem.VmHWM),
 			Bad:     c.res.Bad, Errors: c.res.Errors, Statuses: c.res.Statuses, FirstError: c.res.FirstError,
 		}
 		if r.m.Sweep == nil {
