@@ -121,6 +121,13 @@ plan() {
 # builds every tool in the background while the tests, k8s-validate and the
 # cluster's first scenarios ask for theirs). Whichever comes first builds it;
 # the other finds it built.
+# cpu: the CPU-seconds (user and system) of this shell's finished children,
+# so that a build line says what the build cost as well as how long it took.
+cpu() {
+  local u s
+  read -r u s < <(cut -d' ' -f16,17 "/proc/$$/stat") # cutime, cstime: USER_HZ (100) ticks
+  echo $(((u + s) / 100))
+}
 # locked NAME CMD...: run CMD holding the lock of unit NAME.
 locked() {
   local name=$1 fd; shift
@@ -131,17 +138,19 @@ locked() {
   exec {fd}>&-
 }
 build_main() {
-  local t todo=() t0=$SECONDS
+  local t todo=() t0=$SECONDS c0
+  c0=$(cpu)
   for t in "${requested[@]}"; do # what a build we may have waited for left to do
     [[ -z ${PKG[$t]:-} || -x $BIN/$t ]] || todo+=("${PKG[$t]}")
   done
   ((${#todo[@]})) || return 0
   echo "build: ${todo[*]##*/} (one go build: they share most packages)" >&2
   (cd "$MOD" && go build -trimpath -gcflags "$GCFLAGS" -ldflags "$LDFLAGS" -o "$BIN/" "${todo[@]}") >&2
-  echo "build: done in $((SECONDS - t0))s" >&2
+  echo "build: done in $((SECONDS - t0))s, $(($(cpu) - c0)) CPU-s" >&2
 }
 build_own() {
-  local t=$1 dir pkg static flags out cgo t0=$SECONDS
+  local t=$1 dir pkg static flags out cgo t0=$SECONDS c0
+  c0=$(cpu)
   read -r dir pkg static flags <<<"${OWN[$t]}"
   out=$(own_path "$dir" "$t")
   if [[ ! -x $out/$t ]]; then
@@ -149,7 +158,7 @@ build_own() {
     cgo=$(go env CGO_ENABLED)
     [[ $static != static ]] || cgo=0
     (cd "$MOD/$dir" && CGO_ENABLED=$cgo go build -trimpath -gcflags "$GCFLAGS" -ldflags "$LDFLAGS $flags" -o "$out/$t" "$pkg") >&2
-    echo "build: done in $((SECONDS - t0))s" >&2
+    echo "build: done in $((SECONDS - t0))s, $(($(cpu) - c0)) CPU-s" >&2
   fi
   ln -sfn "$out/$t" "$BIN/.$t.$$" && mv -Tf "$BIN/.$t.$$" "$BIN/$t"
 }
