@@ -25,19 +25,21 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 
 	"github.com/plantstore/plantstore/tools/monitoring"
 )
@@ -64,14 +66,23 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := &checker{api: &api{base: strings.TrimRight(o.prometheus, "/"), http: &http.Client{Timeout: 30 * time.Second}}, o: o}
-	if err := c.run(ctx); err != nil {
+	api, err := newAPI(o.prometheus, &http.Client{Timeout: 30 * time.Second})
+	if err == nil {
+		c := &checker{api: api, o: o}
+		if err = c.run(ctx); err == nil && c.failed > 0 {
+			os.Exit(1)
+		}
+	}
+	if err != nil {
 		fmt.Println("FAIL  prom-check:", err)
 		os.Exit(1)
 	}
-	if c.failed > 0 {
-		os.Exit(1)
-	}
+}
+
+// newAPI is a client of the Prometheus HTTP API at base.
+func newAPI(base string, hc *http.Client) (v1.API, error) {
+	c, err := promapi.NewClient(promapi.Config{Address: base, Client: hc})
+	return v1.NewAPI(c), err
 }
 
 type options struct {
@@ -82,7 +93,7 @@ type options struct {
 }
 
 type checker struct {
-	api    *api
+	api    v1.API
 	o      options
 	failed int
 }
@@ -123,15 +134,15 @@ func (c *checker) run(ctx context.Context) error {
 // would from label_values(plantstore_build_info, ...), and returns the
 // values of every variable the targets use.
 func (c *checker) variables(ctx context.Context) (map[string]string, error) {
-	jobs, err := c.api.labelValues(ctx, "job", "plantstore_build_info")
+	jobs, _, _, err := c.api.LabelValues(ctx, "job", []string{"plantstore_build_info"}, time.Time{}, time.Time{})
 	if err != nil {
 		return nil, err
 	}
-	instances, err := c.api.labelValues(ctx, "instance", `plantstore_build_info{job=~"plantstore"}`)
+	instances, _, _, err := c.api.LabelValues(ctx, "instance", []string{`plantstore_build_info{job=~"plantstore"}`}, time.Time{}, time.Time{})
 	if err != nil {
 		return nil, err
 	}
-	if contains(jobs, "plantstore") && len(instances) > 0 {
+	if slices.Contains(jobs, "plantstore") && len(instances) > 0 {
 		c.pass("dashboard variables: job %v has plantstore; instance has %d value(s) %v", jobs, len(instances), instances)
 	} else {
 		c.fail("dashboard variables: job %v (want plantstore among them), instance %v (want at least one)", jobs, instances)
@@ -155,10 +166,10 @@ func (c *checker) variables(ctx context.Context) (map[string]string, error) {
 // allRegex is what Grafana puts for a multi-value variable set to All
 // (without a custom all value): the values, regex-escaped, as alternatives.
 // The backslashes are doubled because the value lands in a PromQL string.
-func allRegex(values []string) string {
+func allRegex(values model.LabelValues) string {
 	quoted := make([]string, len(values))
 	for i, v := range values {
-		quoted[i] = strings.ReplaceAll(regexp.QuoteMeta(v), `\`, `\\`)
+		quoted[i] = strings.ReplaceAll(regexp.QuoteMeta(string(v)), `\`, `\\`)
 	}
 	return "(" + strings.Join(quoted, "|") + ")"
 }
@@ -173,7 +184,7 @@ func (c *checker) panels(ctx context.Context, d monitoring.Dashboard, values map
 			empty = append(empty, fmt.Sprintf("%s: %v", e.Where, err))
 			continue
 		}
-		m, err := c.api.queryRange(ctx, text, c.o.start, c.o.end, c.o.step)
+		m, err := c.queryRange(ctx, text)
 		if err != nil {
 			empty = append(empty, fmt.Sprintf("%s: %v", e.Where, err))
 			continue
@@ -202,14 +213,21 @@ func (c *checker) panels(ctx context.Context, d monitoring.Dashboard, values map
 
 // rules compares the loaded rules with the file, and evaluates them.
 func (c *checker) rules(ctx context.Context, file monitoring.Rules) error {
-	groups, err := c.api.rules(ctx)
+	res, err := c.api.Rules(ctx, nil)
 	if err != nil {
 		return err
 	}
+	groups := res.Groups
+	type ruleState struct{ Health, LastError, State string }
 	loaded := map[string]ruleState{}
 	for _, g := range groups {
 		for _, r := range g.Rules {
-			loaded[r.Name] = r
+			switch r := r.(type) {
+			case v1.AlertingRule:
+				loaded[r.Name] = ruleState{string(r.Health), r.LastError, r.State}
+			case v1.RecordingRule:
+				loaded[r.Name] = ruleState{string(r.Health), r.LastError, ""}
+			}
 		}
 	}
 	var missing, unhealthy []string
@@ -234,7 +252,7 @@ func (c *checker) rules(ctx context.Context, file monitoring.Rules) error {
 
 	var noData []string
 	for _, name := range file.Recorded {
-		m, err := c.api.queryRange(ctx, name, c.o.start, c.o.end, c.o.step)
+		m, err := c.queryRange(ctx, name)
 		if err != nil {
 			return err
 		}
@@ -260,7 +278,7 @@ func (c *checker) rules(ctx context.Context, file monitoring.Rules) error {
 		if !strings.Contains(e.Where, "(alert ") {
 			continue
 		}
-		if _, err := c.api.query(ctx, e.Text, c.o.end); err != nil {
+		if _, _, _, err := c.api.Query(ctx, e.Text, c.o.end); err != nil {
 			bad = append(bad, fmt.Sprintf("%s: %v", e.Where, err))
 		}
 	}
@@ -278,13 +296,26 @@ func (c *checker) rules(ctx context.Context, file monitoring.Rules) error {
 	return nil
 }
 
-func last(m []series) string {
+func last(m model.Matrix) string {
 	for _, s := range m {
 		if len(s.Values) > 0 {
-			return fmt.Sprint(s.Values[len(s.Values)-1][1])
+			return s.Values[len(s.Values)-1].Value.String()
 		}
 	}
 	return "none"
+}
+
+// queryRange runs q over the checked range.
+func (c *checker) queryRange(ctx context.Context, q string) (model.Matrix, error) {
+	v, _, _, err := c.api.QueryRange(ctx, q, v1.Range{Start: c.o.start, End: c.o.end, Step: c.o.step})
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("%s: a %s, not a matrix", q, v.Type())
+	}
+	return m, nil
 }
 
 // mainPanels are the panels drawn into docs/dashboard-on-cluster.png: the
@@ -387,7 +418,7 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 		}
 		dp := DumpPanel{Title: p.Title, Type: p.Type, Unit: p.FieldConfig.Defaults.Unit}
 		for _, t := range p.Targets {
-			if len(want.targets) > 0 && !contains(want.targets, t.RefID) {
+			if len(want.targets) > 0 && !slices.Contains(want.targets, t.RefID) {
 				continue
 			}
 			text, err := monitoring.SubstituteGrafanaVariables(t.Expr, values)
@@ -395,34 +426,44 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 				return err
 			}
 			if p.Type == "stat" {
-				v, err := c.api.query(ctx, text, c.o.end)
+				v, _, _, err := c.api.Query(ctx, text, c.o.end)
 				if err != nil {
 					return err
 				}
-				if len(v) > 0 && !math.IsNaN(v[0].Value) && !math.IsInf(v[0].Value, 0) {
-					f := v[0].Value
+				var f float64
+				switch v := v.(type) {
+				case model.Vector:
+					f = math.NaN()
+					if len(v) > 0 {
+						f = float64(v[0].Value)
+					}
+				case *model.Scalar:
+					f = float64(v.Value)
+				}
+				if !math.IsNaN(f) && !math.IsInf(f, 0) {
 					dp.Stat = &f
 				}
 				continue
 			}
-			m, err := c.api.queryRange(ctx, text, c.o.start, c.o.end, c.o.step)
+			m, err := c.queryRange(ctx, text)
 			if err != nil {
 				return err
 			}
 			for _, s := range m {
 				ds := DumpSeries{Legend: legendLabel.ReplaceAllStringFunc(t.LegendFormat, func(l string) string {
-					return s.Metric[legendLabel.FindStringSubmatch(l)[1]]
+					return string(s.Metric[model.LabelName(legendLabel.FindStringSubmatch(l)[1])])
 				})}
 				for _, v := range s.Values {
-					if math.IsNaN(v[1]) || math.IsInf(v[1], 0) { // no JSON for them; Grafana leaves a gap too
+					f := float64(v.Value)
+					if math.IsNaN(f) || math.IsInf(f, 0) { // no JSON for them; Grafana leaves a gap too
 						continue
 					}
-					ds.Points = append(ds.Points, [2]float64{v[0], v[1]})
+					ds.Points = append(ds.Points, [2]float64{unixSeconds(v.Timestamp), f})
 				}
 				dp.Series = append(dp.Series, ds)
 			}
 			if t.Exemplar {
-				es, err := c.api.queryExemplars(ctx, text, c.o.start, c.o.end)
+				es, err := c.api.QueryExemplars(ctx, text, c.o.start, c.o.end)
 				if err != nil {
 					return fmt.Errorf("dump: exemplars of %q target %s: %w", p.Title, t.RefID, err)
 				}
@@ -448,19 +489,19 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 
 // dumpExemplars keeps the exemplars in the range that name a trace: only
 // those lead from the panel to Jaeger.
-func (c *checker) dumpExemplars(es []exemplarSeries) []DumpExemplar {
+func (c *checker) dumpExemplars(es []v1.ExemplarQueryResult) []DumpExemplar {
 	start, end := float64(c.o.start.UnixMilli())/1000, float64(c.o.end.UnixMilli())/1000
 	var out []DumpExemplar
 	for _, s := range es {
 		for _, e := range s.Exemplars {
-			id := e.Labels["trace_id"]
-			if id == "" || e.Timestamp < start || e.Timestamp > end {
+			id, at, f := string(e.Labels["trace_id"]), unixSeconds(e.Timestamp), float64(e.Value)
+			if id == "" || at < start || at > end {
 				continue
 			}
-			if math.IsNaN(e.Value) || math.IsInf(e.Value, 0) { // no JSON for them
+			if math.IsNaN(f) || math.IsInf(f, 0) { // no JSON for them
 				continue
 			}
-			out = append(out, DumpExemplar{Time: e.Timestamp, Value: e.Value, TraceID: id})
+			out = append(out, DumpExemplar{Time: at, Value: f, TraceID: id})
 		}
 	}
 	return out
@@ -486,182 +527,5 @@ func uniqueExemplars(es []DumpExemplar) []DumpExemplar {
 	return out
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// api is a client of the Prometheus HTTP API (v1), just what the checks use.
-type api struct {
-	base string
-	http *http.Client
-}
-
-// series is one series of a matrix (query_range) result.
-type series struct {
-	Metric     map[string]string `json:"metric"`
-	Values     [][2]float64      `json:"-"`
-	RawValues  [][2]any          `json:"values"`
-	Histograms []json.RawMessage `json:"histograms"`
-}
-
-// exemplarSeries is one series of a query_exemplars result.
-type exemplarSeries struct {
-	SeriesLabels map[string]string `json:"seriesLabels"`
-	Exemplars    []exemplar        `json:"exemplars"`
-}
-
-type exemplar struct {
-	Labels    map[string]string `json:"labels"`
-	Value     float64           `json:"-"`
-	RawValue  string            `json:"value"`
-	Timestamp float64           `json:"timestamp"` // Unix seconds
-}
-
-// sample is one sample of a vector (query) result.
-type sample struct {
-	Metric map[string]string
-	Value  float64
-}
-
-type ruleState struct {
-	Name      string `json:"name"`
-	Health    string `json:"health"`
-	LastError string `json:"lastError"`
-	State     string `json:"state"`
-	Type      string `json:"type"`
-}
-
-type ruleGroup struct {
-	Name  string      `json:"name"`
-	Rules []ruleState `json:"rules"`
-}
-
-func (a *api) get(ctx context.Context, path string, params url.Values, data any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.base+path+"?"+params.Encode(), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	var env struct {
-		Status string          `json:"status"`
-		Error  string          `json:"error"`
-		Data   json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(body, &env); err != nil {
-		return fmt.Errorf("%s: HTTP %d: %.200s", path, resp.StatusCode, body)
-	}
-	if env.Status != "success" {
-		return fmt.Errorf("%s: %s", path, env.Error)
-	}
-	return json.Unmarshal(env.Data, data)
-}
-
-func (a *api) labelValues(ctx context.Context, label, match string) ([]string, error) {
-	var out []string
-	err := a.get(ctx, "/api/v1/label/"+label+"/values", url.Values{"match[]": {match}}, &out)
-	return out, err
-}
-
-func (a *api) queryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]series, error) {
-	var data struct {
-		ResultType string   `json:"resultType"`
-		Result     []series `json:"result"`
-	}
-	err := a.get(ctx, "/api/v1/query_range", url.Values{
-		"query": {q}, "start": {unix(start)}, "end": {unix(end)}, "step": {strconv.FormatFloat(step.Seconds(), 'f', -1, 64)},
-	}, &data)
-	if err != nil {
-		return nil, err
-	}
-	for i := range data.Result {
-		s := &data.Result[i]
-		for _, v := range s.RawValues {
-			t, _ := v[0].(float64)
-			str, _ := v[1].(string)
-			f, err := strconv.ParseFloat(str, 64)
-			if err != nil {
-				return nil, fmt.Errorf("value %v: %w", v[1], err)
-			}
-			s.Values = append(s.Values, [2]float64{t, f})
-		}
-	}
-	return data.Result, nil
-}
-
-// queryExemplars returns the exemplars of the selectors inside q over the
-// range.
-func (a *api) queryExemplars(ctx context.Context, q string, start, end time.Time) ([]exemplarSeries, error) {
-	var data []exemplarSeries
-	if err := a.get(ctx, "/api/v1/query_exemplars", url.Values{"query": {q}, "start": {unix(start)}, "end": {unix(end)}}, &data); err != nil {
-		return nil, err // get names the path already
-	}
-	for i := range data {
-		for j := range data[i].Exemplars {
-			e := &data[i].Exemplars[j]
-			f, err := strconv.ParseFloat(e.RawValue, 64)
-			if err != nil {
-				return nil, fmt.Errorf("exemplar value %q: %w", e.RawValue, err)
-			}
-			e.Value = f
-		}
-	}
-	return data, nil
-}
-
-func (a *api) query(ctx context.Context, q string, at time.Time) ([]sample, error) {
-	var data struct {
-		ResultType string          `json:"resultType"`
-		Result     json.RawMessage `json:"result"`
-	}
-	if err := a.get(ctx, "/api/v1/query", url.Values{"query": {q}, "time": {unix(at)}}, &data); err != nil {
-		return nil, err
-	}
-	switch data.ResultType {
-	case "scalar":
-		var v [2]any
-		if err := json.Unmarshal(data.Result, &v); err != nil {
-			return nil, err
-		}
-		f, err := strconv.ParseFloat(fmt.Sprint(v[1]), 64)
-		return []sample{{Value: f}}, err
-	case "vector":
-		var vs []struct {
-			Metric map[string]string `json:"metric"`
-			Value  [2]any            `json:"value"`
-		}
-		if err := json.Unmarshal(data.Result, &vs); err != nil {
-			return nil, err
-		}
-		out := make([]sample, 0, len(vs))
-		for _, v := range vs {
-			f, _ := strconv.ParseFloat(fmt.Sprint(v.Value[1]), 64) // native histogram samples have no float value
-			out = append(out, sample{Metric: v.Metric, Value: f})
-		}
-		return out, nil
-	default:
-		return nil, errors.New("unexpected result type " + data.ResultType)
-	}
-}
-
-func (a *api) rules(ctx context.Context) ([]ruleGroup, error) {
-	var data struct {
-		Groups []ruleGroup `json:"groups"`
-	}
-	err := a.get(ctx, "/api/v1/rules", nil, &data)
-	return data.Groups, err
-}
-
-func unix(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64) }
+// unixSeconds is t in Unix seconds, as the dump writes times.
+func unixSeconds(t model.Time) float64 { return float64(t) / 1000 }
