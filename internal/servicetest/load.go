@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"slices"
@@ -297,15 +298,19 @@ func latencies(records []Record, keep func(Record) bool) []time.Duration {
 	return out
 }
 
-// Percentile is the nearest-rank p-th percentile of ds (0 when empty).
+// Percentile is the nearest-rank p-th percentile of ds (0 < p <= 100; 0
+// when ds is empty): the smallest sample that at least p % of them are at
+// or below.
 func Percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	rank := int(p/100*float64(len(s))+0.999999) - 1
-	return s[min(max(rank, 0), len(s)-1)]
+	// The epsilon keeps float error (99.9/100*1000 = 999.0000000000001)
+	// from moving the rank up by one.
+	rank := int(math.Ceil(p/100*float64(len(s)) - 1e-9))
+	return s[min(max(rank, 1), len(s))-1]
 }
 
 // String summarises the result: counts by status and latency percentiles.

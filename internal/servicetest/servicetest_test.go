@@ -18,13 +18,25 @@ func TestPercentile(t *testing.T) {
 	for _, c := range []struct {
 		p    float64
 		want time.Duration
-	}{{50, 5}, {90, 9}, {99, 10}, {100, 10}, {1, 1}} {
+	}{{50, 5}, {90, 9}, {99, 10}, {100, 10}, {1, 1}, {0, 1}} {
 		if got := Percentile(ds, c.p); got != c.want {
 			t.Errorf("Percentile(%v) = %v, want %v", c.p, got, c.want)
 		}
 	}
 	if Percentile(nil, 50) != 0 {
 		t.Error("Percentile of nothing is not 0")
+	}
+	// One slow request in 1,000 is the p99.9 (rank 999) but not the p99,
+	// although 99.9/100*1000 is 999.0000000000001 in floating point.
+	ds = make([]time.Duration, 1000)
+	for i := range ds {
+		ds[i] = time.Millisecond
+	}
+	ds[999] = time.Second
+	for p, want := range map[float64]time.Duration{99: time.Millisecond, 99.9: time.Millisecond, 99.95: time.Second} {
+		if got := Percentile(ds, p); got != want {
+			t.Errorf("Percentile(%v) of 999 × 1ms and 1s = %v, want %v", p, got, want)
+		}
 	}
 }
 

@@ -6,31 +6,9 @@ import (
 	"math"
 	"slices"
 	"time"
-)
 
-// Percentile returns the p-th percentile (0 < p <= 100) of samples by the
-// nearest-rank method: the smallest sample such that at least p % of the
-// samples are less than or equal to it. samples must be sorted ascending; an
-// empty slice gives 0.
-func Percentile(sorted []time.Duration, p float64) time.Duration {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	if p <= 0 {
-		return sorted[0]
-	}
-	if p >= 100 {
-		return sorted[n-1]
-	}
-	// The epsilon keeps float error (99.9/100*1000 = 999.0000000000001)
-	// from moving the rank up by one.
-	rank := int(math.Ceil(p/100*float64(n) - 1e-9))
-	if rank < 1 {
-		rank = 1
-	}
-	return sorted[rank-1]
-}
+	"github.com/plantstore/plantstore/internal/servicetest"
+)
 
 // Latencies summarises one phase's latency samples.
 type Latencies struct {
@@ -43,10 +21,10 @@ func Summarise(samples []time.Duration) Latencies {
 	slices.Sort(samples)
 	return Latencies{
 		N:    len(samples),
-		P50:  Percentile(samples, 50),
-		P99:  Percentile(samples, 99),
-		P999: Percentile(samples, 99.9),
-		Max:  Percentile(samples, 100),
+		P50:  servicetest.Percentile(samples, 50),
+		P99:  servicetest.Percentile(samples, 99),
+		P999: servicetest.Percentile(samples, 99.9),
+		Max:  servicetest.Percentile(samples, 100),
 	}
 }
 

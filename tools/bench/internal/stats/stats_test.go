@@ -14,47 +14,6 @@ func ms(v ...int) []time.Duration {
 	return out
 }
 
-func TestPercentileNearestRank(t *testing.T) {
-	// 1..100 ms: the p-th percentile by nearest rank is p ms.
-	var s []time.Duration
-	for i := 1; i <= 100; i++ {
-		s = append(s, time.Duration(i)*time.Millisecond)
-	}
-	for _, c := range []struct {
-		p    float64
-		want time.Duration
-	}{
-		{50, 50 * time.Millisecond},
-		{99, 99 * time.Millisecond},
-		{99.9, 100 * time.Millisecond},
-		{100, 100 * time.Millisecond},
-		{1, 1 * time.Millisecond},
-		{0, 1 * time.Millisecond},
-	} {
-		if got := Percentile(s, c.p); got != c.want {
-			t.Errorf("Percentile(1..100ms, %v) = %v, want %v", c.p, got, c.want)
-		}
-	}
-	if got := Percentile(nil, 99); got != 0 {
-		t.Errorf("Percentile(nil) = %v, want 0", got)
-	}
-	// One slow request in 1,000 is the p99.9 but not the p99.
-	s = make([]time.Duration, 1000)
-	for i := range s {
-		s[i] = time.Millisecond
-	}
-	s[999] = time.Second
-	if got := Percentile(s, 99); got != time.Millisecond {
-		t.Errorf("p99 = %v, want 1ms", got)
-	}
-	if got := Percentile(s, 99.9); got != time.Millisecond {
-		t.Errorf("p99.9 of 1000 samples with one outlier = %v, want 1ms (rank 999)", got)
-	}
-	if got := Percentile(s, 99.95); got != time.Second {
-		t.Errorf("p99.95 = %v, want 1s", got)
-	}
-}
-
 func TestSummariseSorts(t *testing.T) {
 	l := Summarise(ms(5, 1, 4, 2, 3))
 	if l.N != 5 || l.P50 != 3*time.Millisecond || l.P99 != 5*time.Millisecond || l.Max != 5*time.Millisecond {
