@@ -128,7 +128,7 @@ if [[ -z ${_K8S_VALIDATE_NETNS:-} ]]; then
     echo "validate: $PASSED passed, $FAILED failed"; exit 1
   fi
   # Our small helpers are rebuilt each time (seconds, from Go's build cache).
-  HELPERS=(k8s-pod-templates k8s-helm-hooks k8s-existing-secrets)
+  HELPERS=(k8s-pod-templates k8s-existing-secrets)
   if ! check "build ${HELPERS[*]}" \
     bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ${HELPERS[*]/#/./cmd/}"; then
     echo "validate: $PASSED passed, $FAILED failed"; exit 1
@@ -398,8 +398,6 @@ for s in "${SETS[@]}"; do
     check "$s: pre-create Secret $ns/$name (keys: ${keys:-none named in values})" \
       "${KC[@]}" create secret generic "$name" -n "$ns" "${args[@]}" || true
   done <<<"$secrets"
-  hooks=$(k8s-helm-hooks <"$RENDERED/helm-$s.yaml" 2>/dev/null | tr '\t\n' ': ' || true)
-  [[ -z $hooks ]] || note "$s: hooks not run (--no-hooks: no controller would complete them), dry-run created instead: ${hooks% }"
   log=$(newlog install)
   if helm install plantstore "$CHART" -n "$ns" -f "$vf" --no-hooks --timeout 120s >"$log" 2>&1; then
     if api_warnings "$log"; then
