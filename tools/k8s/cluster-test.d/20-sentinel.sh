@@ -501,7 +501,7 @@ sc=$(load_result "$SN_NS" load-kill-client) || sc='{}'
 # its NotReady, then every kube-proxy) no answer, and nothing acknowledged
 # is lost or without its event.
 node_loss_verdict() {
-  local load=$1 what=$2 s window_ms errors_until_ms first_503_ms
+  local load=$1 what=$2 s window_ms errors_until_ms first_503_ms p
   s=$(load_result "$SN_NS" "$load") || s='{}'
   window_ms=$(window_503_ms "$s")
   errors_until_ms=$(jq --argjson t "$t" 'if .LastTransportError > 0 then .LastTransportError - $t else 0 end' <<<"$s" 2>/dev/null || echo -1)
@@ -512,6 +512,11 @@ node_loss_verdict() {
     pass "node $master_node killed ($what): $new promoted in ${promoted_ms}ms; $(jq .Unavailable <<<"$s") creates answered 503 with Retry-After over ${window_ms}ms from the kill (bound ${SN_KILL_503_MS}ms), $(jq .TransportErrors <<<"$s") unanswered (none later than ${errors_until_ms}ms after the kill: NotReady at ${notready_ms}ms); every acknowledged plant read back and its plant.created received"
   else
     fail "node loss ($what): new master '${new:-none}' after ${promoted_ms}ms, NotReady at ${notready_ms}ms, last unanswered ${errors_until_ms}ms, 503s from ${first_503_ms}ms after the kill over ${window_ms}ms, bound ${SN_KILL_503_MS}ms; events: $(events_figures "$s")"
+    # Kept with the failure state: when each API pod and each Sentinel left
+    # alive saw the failover (their lines but the access log's).
+    { kubectl logs -n "$SN_NS" -l app.kubernetes.io/component=api --since=3m --tail=-1 --prefix | grep -v '"msg":"request"'
+      for p in 0 1 2; do kubectl logs -n "$SN_NS" "$REL-redis-$p" -c sentinel --since=3m --prefix; done
+    } >"$CLUSTER_DIR/logs/node-loss${load#load-kill}.log" 2>&1 || true
   fi
 }
 node_loss_verdict load-kill-direct "straight to the Service, $SN_KILL_DIRECT_RATE creates/s"
