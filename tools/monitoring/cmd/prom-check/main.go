@@ -25,6 +25,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -85,6 +86,17 @@ func newAPI(base string, hc *http.Client) (v1.API, error) {
 	return v1.NewAPI(c), err
 }
 
+// withDetail adds the answer's body to an API error whose text lacks it:
+// for a 5xx the client says only "server error: 503", and Prometheus's
+// own reason ("exemplar storage disabled") is in Detail.
+func withDetail(err error) error {
+	var e *v1.Error
+	if errors.As(err, &e) && e.Detail != "" && !strings.Contains(e.Msg, e.Detail) {
+		return fmt.Errorf("%w: %.300s", err, strings.TrimSpace(e.Detail))
+	}
+	return err
+}
+
 type options struct {
 	prometheus, rules, dashboard, dump string
 	start, end                         time.Time
@@ -136,11 +148,11 @@ func (c *checker) run(ctx context.Context) error {
 func (c *checker) variables(ctx context.Context) (map[string]string, error) {
 	jobs, _, _, err := c.api.LabelValues(ctx, "job", []string{"plantstore_build_info"}, time.Time{}, time.Time{})
 	if err != nil {
-		return nil, err
+		return nil, withDetail(err)
 	}
 	instances, _, _, err := c.api.LabelValues(ctx, "instance", []string{`plantstore_build_info{job=~"plantstore"}`}, time.Time{}, time.Time{})
 	if err != nil {
-		return nil, err
+		return nil, withDetail(err)
 	}
 	if slices.Contains(jobs, "plantstore") && len(instances) > 0 {
 		c.pass("dashboard variables: job %v has plantstore; instance has %d value(s) %v", jobs, len(instances), instances)
@@ -215,7 +227,7 @@ func (c *checker) panels(ctx context.Context, d monitoring.Dashboard, values map
 func (c *checker) rules(ctx context.Context, file monitoring.Rules) error {
 	res, err := c.api.Rules(ctx, nil)
 	if err != nil {
-		return err
+		return withDetail(err)
 	}
 	groups := res.Groups
 	type ruleState struct{ Health, LastError, State string }
@@ -279,7 +291,7 @@ func (c *checker) rules(ctx context.Context, file monitoring.Rules) error {
 			continue
 		}
 		if _, _, _, err := c.api.Query(ctx, e.Text, c.o.end); err != nil {
-			bad = append(bad, fmt.Sprintf("%s: %v", e.Where, err))
+			bad = append(bad, fmt.Sprintf("%s: %v", e.Where, withDetail(err)))
 		}
 	}
 	for _, name := range file.Alerts {
@@ -309,7 +321,7 @@ func last(m model.Matrix) string {
 func (c *checker) queryRange(ctx context.Context, q string) (model.Matrix, error) {
 	v, _, _, err := c.api.QueryRange(ctx, q, v1.Range{Start: c.o.start, End: c.o.end, Step: c.o.step})
 	if err != nil {
-		return nil, err
+		return nil, withDetail(err)
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {
@@ -428,7 +440,7 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 			if p.Type == "stat" {
 				v, _, _, err := c.api.Query(ctx, text, c.o.end)
 				if err != nil {
-					return err
+					return withDetail(err)
 				}
 				var f float64
 				switch v := v.(type) {
@@ -465,7 +477,7 @@ func (c *checker) dumpPanels(ctx context.Context, values map[string]string) erro
 			if t.Exemplar {
 				es, err := c.api.QueryExemplars(ctx, text, c.o.start, c.o.end)
 				if err != nil {
-					return fmt.Errorf("dump: exemplars of %q target %s: %w", p.Title, t.RefID, err)
+					return fmt.Errorf("dump: exemplars of %q target %s: %w", p.Title, t.RefID, withDetail(err))
 				}
 				dp.Exemplars = append(dp.Exemplars, c.dumpExemplars(es)...)
 			}
