@@ -16,7 +16,8 @@ type Latencies struct {
 	P50, P99, P999, Max time.Duration
 }
 
-// Summarise sorts samples in place and returns their percentiles.
+// Summarise sorts samples in place (so that each percentile reads them as
+// they are) and returns their percentiles.
 func Summarise(samples []time.Duration) Latencies {
 	slices.Sort(samples)
 	return Latencies{
