@@ -162,8 +162,13 @@ spec:
             - {name: web, containerPort: 8000}
             - {name: websecure, containerPort: 8443}
             - {name: traefik, containerPort: 9000}
-          readinessProbe: {httpGet: {path: /ping, port: 9000}, periodSeconds: 2, failureThreshold: 1}
-          livenessProbe: {httpGet: {path: /ping, port: 9000}, periodSeconds: 10}
+          # While a failover's 503s are retried the machine's two cores are
+          # busy and /ping may take longer than the default 1 s: a probe
+          # that timed out took the load's node's pod out of traefik-local,
+          # its only endpoint (every new connection: no route to host). A
+          # draining pod answers 503 at once: still out within a period.
+          readinessProbe: {httpGet: {path: /ping, port: 9000}, periodSeconds: 2, timeoutSeconds: 5, failureThreshold: 1}
+          livenessProbe: {httpGet: {path: /ping, port: 9000}, periodSeconds: 10, timeoutSeconds: 5}
           # Room for the requests the route's retry holds across a failover:
           # at 250 creates/s some 2,000 at once.
           resources: {requests: {cpu: 100m, memory: 64Mi}, limits: {memory: 1Gi}}
