@@ -70,3 +70,32 @@ func TestSwitchoverOnRealSentinels(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestSwitchoverWithAReplicaAway: one replica's server is stopped. A
+// Sentinel asked to fail over could promote it without the writes the
+// other replica acknowledged, so the script asks for none: after 10 s it
+// unpauses the writes. The Sentinels fail over by themselves to the replica
+// with the largest offset (here once the pause held their hellos past
+// down-after; in a pod, once the server stops): a write acknowledged by the
+// replica left is on whichever master they name.
+func TestSwitchoverWithAReplicaAway(t *testing.T) {
+	set := startSentinelSet(t, 5)
+	set.stop(2)
+	if _, err := set.cli(set.ip(0), set.redisPort, "SET", "acknowledged", "by-replica-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := set.cli(set.ip(0), set.redisPort, "WAIT", "1", "2000"); err != nil || got != "1" {
+		t.Fatalf("WAIT 1 answered %q (%v), want the replica left to acknowledge", got, err)
+	}
+	out, took := set.runScript(t, "switchover.sh", 0)
+	if !strings.Contains(out, "hands over to none (writes unpaused): not every replica online") || strings.Contains(out, "failover asked") {
+		t.Fatalf("the script said %q, want no failover asked with a replica away", out)
+	}
+	if took < 9*time.Second || took > 15*time.Second {
+		t.Errorf("switchover.sh took %v, want its 10 s wait for the replicas", took)
+	}
+	master := set.sentinelMaster(t, 1)
+	if got, err := set.cli(master, set.redisPort, "GET", "acknowledged"); err != nil || got != "by-replica-1" {
+		t.Errorf("the master Sentinel 1 names (%s) holds %q (%v) for the acknowledged write", master, got, err)
+	}
+}

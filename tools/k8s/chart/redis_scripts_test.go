@@ -275,6 +275,18 @@ func sentinelMasterReply(ip, flags string, lastOK int) string {
 	return fmt.Sprintf("name\nplantstore\nip\n%s\nport\n6379\nflags\n%s\nlast-ok-ping-reply\n%d\nquorum\n2", ip, flags, lastOK)
 }
 
+// masterInfo is a master's INFO replication (redis-cli --raw): its offset and a line for each
+// replica, "STATE:ACKED" (its state and the offset it acknowledged).
+func masterInfo(offset int, replicas ...string) string {
+	lines := []string{"# Replication", "role:master", fmt.Sprintf("connected_slaves:%d", len(replicas))}
+	for i, r := range replicas {
+		state, acked, _ := strings.Cut(r, ":")
+		lines = append(lines, fmt.Sprintf("slave%d:ip=%s,port=6379,state=%s,offset=%s,lag=0", i, scriptHosts[i+1], state, acked))
+	}
+	lines = append(lines, fmt.Sprintf("master_repl_offset:%d", offset))
+	return strings.Join(lines, "\r\n") + "\r"
+}
+
 func TestFindMasterScript(t *testing.T) {
 	h0, h1, h2 := scriptHosts[0], scriptHosts[1], scriptHosts[2]
 	addr := func(h string) string { return h + ":26379 SENTINEL get-master-addr-by-name plantstore" }
@@ -395,7 +407,7 @@ func TestSwitchoverScript(t *testing.T) {
 			}
 		}},
 		{"the master hands over once every Sentinel names the new one", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
-			f.reply(role, "# Replication\r\nrole:master\r\nconnected_slaves:2\r")
+			f.reply(role, masterInfo(100, "online:100", "online:100"))
 			f.reply("127.0.0.1:6379 CLIENT PAUSE 20000 WRITE", "OK")
 			f.reply("127.0.0.1:6379 CLIENT KILL TYPE normal", "3")
 			// Still completing an earlier failover at first.
@@ -409,6 +421,7 @@ func TestSwitchoverScript(t *testing.T) {
 			// second 0.2 s later.
 			want := strings.Join([]string{
 				"switchover: 1000000.000 " + h0 + ": writes paused",
+				"switchover: 1000000.000 every replica holds all " + h0 + " has",
 				"switchover: 1000000.000 the Sentinel of " + h1 + " answered 'INPROG Failover already in progress'",
 				"switchover: 1000000.000 the Sentinel of " + h2 + " answered 'INPROG Failover already in progress'",
 				"switchover: 1000001.000 failover asked of the Sentinel of " + h1,
@@ -432,7 +445,7 @@ func TestSwitchoverScript(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(f.dir, "date-without-ns"), nil, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			f.reply(role, "# Replication\r\nrole:master\r\nconnected_slaves:2\r")
+			f.reply(role, masterInfo(100, "online:100", "online:100"))
 			f.reply(failover(h1), "OK")
 			f.reply(master(h1), sentinelMasterReply(h2, "master", 1))
 			f.reply(master(h2), sentinelMasterReply(h2, "master", 1))
@@ -441,8 +454,44 @@ func TestSwitchoverScript(t *testing.T) {
 				t.Fatalf("switchover.sh exited %d printing\n%s\nwant its first line %q: %s", got.code, got.stdout, "switchover: 1000000 "+h0+": writes paused", got.stderr)
 			}
 		}},
+		{"a replica behind: the failover asked once it holds all the master has", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			// The role, then a replica whose acknowledged offset is behind, then one resyncing, then both caught up.
+			f.reply(role, masterInfo(100, "online:100", "online:100"), masterInfo(100, "online:100", "online:90"),
+				masterInfo(100, "online:100", "wait_bgsave:0"), masterInfo(100, "online:100", "online:100"))
+			f.reply(failover(h1), "OK")
+			f.reply(master(h1), sentinelMasterReply(h2, "master", 1))
+			f.reply(master(h2), sentinelMasterReply(h2, "master", 1))
+			got := run(h0)
+			want := strings.Join([]string{
+				"switchover: 1000000.000 " + h0 + ": writes paused",
+				"switchover: 1000000.400 every replica holds all " + h0 + " has",
+				"switchover: 1000000.400 failover asked of the Sentinel of " + h1,
+				"switchover: 1000000.400 " + h2 + " on record as the master (Sentinels still naming " + h0 + ": none)",
+				"switchover: 1000000.400 " + h0 + " hands over to " + h2 + " after 0s (failover asked of " + h1 + ")",
+			}, "\n")
+			if got.code != 0 || got.stdout != want {
+				t.Fatalf("switchover.sh exited %d printing\n%s\nwant\n%s\n%s", got.code, got.stdout, want, got.stderr)
+			}
+		}},
+		{"a replica away: no failover asked, writes unpaused after 10s", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			f.reply(role, masterInfo(100, "online:100"))
+			f.reply(failover(h1), "OK")
+			got := run(h0)
+			if want := "switchover: " + h0 + " hands over to none (writes unpaused): not every replica online and holding all it has after 10s"; got.code != 0 || lastStep(got.stdout) != want {
+				t.Fatalf("switchover.sh exited %d printing %q, want %q: %s", got.code, got.stdout, want, got.stderr)
+			}
+			calls := f.calls()
+			if calls[len(calls)-1] != "127.0.0.1:6379 CLIENT UNPAUSE" {
+				t.Errorf("the last call %q, want the writes unpaused", calls[len(calls)-1])
+			}
+			for _, c := range calls {
+				if strings.Contains(c, "SENTINEL failover") {
+					t.Errorf("it asked for a failover (%q) with a replica away", c)
+				}
+			}
+		}},
 		{"no Sentinel fails over: writes unpaused after 20s", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
-			f.reply(role, "# Replication\r\nrole:master\r\nconnected_slaves:2\r")
+			f.reply(role, masterInfo(100, "online:100", "online:100"))
 			f.reply(failover(h1), inprog)
 			f.unresolved(h2)
 			got := run(h0)
@@ -454,7 +503,7 @@ func TestSwitchoverScript(t *testing.T) {
 			}
 		}},
 		{"the Sentinels never agree: writes unpaused after 20s", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
-			f.reply(role, "# Replication\r\nrole:master\r\nconnected_slaves:2\r")
+			f.reply(role, masterInfo(100, "online:100", "online:100"))
 			f.reply(failover(h1), "OK")
 			f.reply(master(h1), sentinelMasterReply(h1, "master", 1))
 			f.reply(master(h2), sentinelMasterReply(h0, "s_down,master", 1))

@@ -1,7 +1,8 @@
 #!/bin/sh
 ## switchover.sh HOST, the preStop of the Redis server of the pod HOST (redis.architecture sentinel): a
 ## master about to stop (a drain, a rollout, a scale-down) hands over first. It pauses writes (none is
-## acknowledged from then on, so the replica promoted holds every acknowledged plant), asks another
+## acknowledged from then on), waits until every other server is an online replica holding all it has
+## (so the replica promoted holds every acknowledged plant), asks another
 ## pod's Sentinel to fail over (this pod's is stopping too), again while the Sentinels are still
 ## completing an earlier failover, and ends, writes still paused, once every Sentinel has the promoted
 ## replica on record as the master, at most 20 seconds in all, closing its clients' connections so
@@ -28,6 +29,35 @@ start=$(date +%s)
 end=$((start + 20))
 redis-cli -h 127.0.0.1 CLIENT PAUSE 20000 WRITE >/dev/null
 say "$me: writes paused"
+# A Sentinel picks the replica to promote by the offsets it last saw (up to
+# 10 s old), and a create answered 200 was acknowledged by one replica (WAIT),
+# not necessarily that one: so every other server must first be an online
+# replica that has acknowledged this master's whole offset (each acknowledges
+# every second; no write moves it now). One that is not within 10 s, still
+# syncing or away, could be promoted without them: then no handover is
+# asked, the writes go on, and once this server stops the Sentinels fail
+# over as for a lost master, to the replica with the largest offset.
+others=$(($(echo $REDIS_HOSTS | wc -w) - 1))
+caught_up() {
+  redis-cli -h 127.0.0.1 --raw info replication | tr -d '\r' | awk -v want="$others" '
+    /^master_repl_offset:/ { sub(/^[^:]*:/, ""); off = $0 }
+    /^slave[0-9]+:/ {
+      sub(/^[^:]*:/, ""); st = ""; o = ""; n = split($0, kv, ",")
+      for (i = 1; i <= n; i++) { split(kv[i], p, "="); if (p[1] == "state") st = p[2]; if (p[1] == "offset") o = p[2] }
+      if (st == "online") { count++; acked[count] = o }
+    }
+    END { if (count < want) exit 1; for (i = 1; i <= count; i++) if (acked[i] + 0 < off + 0) exit 1 }'
+}
+synced=""
+while [ -z "$synced" ] && [ "$(date +%s)" -lt $((start + 10)) ]; do
+  if caught_up; then synced=1; else sleep 0.2; fi
+done
+if [ -z "$synced" ]; then
+  redis-cli -h 127.0.0.1 CLIENT UNPAUSE >/dev/null
+  say "$me hands over to none (writes unpaused): not every replica online and holding all it has after 10s"
+  exit 0
+fi
+say "every replica holds all $me has"
 # A Sentinel refuses while an earlier failover is still being completed
 # (INPROG): ask again until one accepts.
 asked=""
