@@ -2,12 +2,12 @@
 ## switchover.sh HOST, the preStop of the Redis server of the pod HOST (redis.architecture sentinel): a
 ## master about to stop (a drain, a rollout, a scale-down) hands over first. It pauses writes (none is
 ## acknowledged from then on), waits until every other server is an online replica holding all it has
-## (so the replica promoted holds every acknowledged plant), asks another
-## pod's Sentinel to fail over (this pod's is stopping too), again while the Sentinels are still
-## completing an earlier failover, and ends, writes still paused, once every Sentinel has the promoted
-## replica on record as the master, at most 20 seconds in all, closing its clients' connections so
-## that they ask the Sentinels again; clients meanwhile wait or get 503s for a second or two instead of
-## the down-after window. A replica stops as it is.
+## (so the replica promoted holds every acknowledged plant; if one is not within 10 s it hands nothing
+## over and unpauses the writes), asks another pod's Sentinel to fail over (this pod's is stopping
+## too), again while the Sentinels are still completing an earlier failover, and ends, writes still
+## paused, once every Sentinel has the promoted replica on record as the master, at most 20 seconds in
+## all, closing its clients' connections so that they ask the Sentinels again; clients meanwhile wait
+## or get 503s for a second or two instead of the down-after window. A replica stops as it is.
 ##
 ## REDIS_HOSTS (the pods' DNS names in ordinal order) and MASTER_NAME (redis.sentinel.masterName):
 ## from the environment when run as this file; the chart writes them in (templates/_redis.tpl).
