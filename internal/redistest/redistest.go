@@ -62,11 +62,22 @@ func fileExists(path string) bool {
 	return err == nil
 }
 
-// Start starts a redis-server on a free loopback port and stops it when the
-// test ends. Extra arguments are appended to its command line.
+// Start starts a redis-server on a loopback address of its own (see
+// ownLoopback) and a free port there, and stops it when the test ends. Extra
+// arguments are appended to its command line.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	return StartOn(t, "127.0.0.1", extra...)
+	return StartOn(t, ownLoopback(), extra...)
+}
+
+// ownLoopback is a random address of 127.100.0.0-127.199.255.255, the
+// loopback addresses no test names. A server a test kills and restarts
+// keeps its address, and while it is down its port on 127.0.0.1 could be
+// given to another test's server (CI met one: the service acknowledged
+// creates into the other test's Redis); on an address of its own it
+// cannot.
+func ownLoopback() string {
+	return fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(100), rand.IntN(256), 1+rand.IntN(254))
 }
 
 // StartOn is Start on another loopback address (127.0.1.1, say: a test in

@@ -112,9 +112,9 @@ func TestStartWinsThePortRaceWithAnotherServer(t *testing.T) {
 		if call != 1 {
 			return // the other server's own exec, and the retry
 		}
-		_, port, _ := net.SplitHostPort(addr)
+		host, port, _ := net.SplitHostPort(addr)
 		dir := t.TempDir()
-		other = &Server{t: t, Addr: addr, dir: dir, args: []string{"--port", port, "--bind", "127.0.0.1",
+		other = &Server{t: t, Addr: addr, dir: dir, args: []string{"--port", port, "--bind", host, "--protected-mode", "no",
 			"--dir", dir, "--save", "", "--logfile", filepath.Join(dir, "redis.log")}}
 		if err := other.launch(); err != nil {
 			t.Errorf("starting the other server on %s: %v", addr, err)

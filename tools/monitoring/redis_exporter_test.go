@@ -40,7 +40,8 @@ func TestRedisExporterMetricsExistInRealScrape(t *testing.T) {
 
 	const password = "exporter-test-pw-K3v9"
 	const maxmemory = 64 << 20
-	master := redistest.Start(t, "--requirepass", password, "--appendonly", "yes",
+	// On 127.0.0.1: the exporter reaches its own Redis as localhost, as in the pod.
+	master := redistest.StartOn(t, "127.0.0.1", "--requirepass", password, "--appendonly", "yes",
 		"--maxmemory", strconv.Itoa(maxmemory), "--maxmemory-policy", "noeviction")
 	host, port, _ := net.SplitHostPort(master.Addr)
 	replica := redistest.Start(t, "--replicaof", host, port, "--masterauth", password)
@@ -107,7 +108,7 @@ func TestRedisExporterSendsNoPasswordToAForeignTarget(t *testing.T) {
 	t.Parallel()
 	bin := buildRedisExporter(t)
 	const password = "exporter-leak-pw-V7c2"
-	r := redistest.Start(t, "--requirepass", password)
+	r := redistest.StartOn(t, "127.0.0.1", "--requirepass", password) // localhost, as in the pod
 	_, port, _ := net.SplitHostPort(r.Addr)
 	for _, c := range []struct {
 		name     string
