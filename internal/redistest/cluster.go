@@ -22,6 +22,7 @@ type Cluster struct {
 	Replicas []*Server
 	extra    []string
 	busPorts map[*Server]int
+	host     string // every node's loopback address, the cluster's own (ownLoopback)
 }
 
 // CLI returns the path of redis-cli: $REDIS_CLI, then PATH, then Debian's
@@ -35,9 +36,9 @@ func CLI() (string, error) {
 func (c *Cluster) startNode() *Server {
 	c.t.Helper()
 	var bus int
-	s := startOnFreePorts(c.t, "127.0.0.1", 2, func(ports []int) []string {
+	s := startOnFreePorts(c.t, c.host, 2, func(ports []int) []string {
 		bus = ports[1]
-		return append([]string{
+		return append(append(hostArgs(c.host),
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			// Small, for quick failure detection, yet above the stalls of a
 			// loaded 2-core machine (over a second has been seen), which would
@@ -45,7 +46,7 @@ func (c *Cluster) startNode() *Server {
 			"--cluster-node-timeout", "3000", "--cluster-port", strconv.Itoa(bus),
 			// A replica takes over at once, whatever its link's age.
 			"--cluster-replica-validity-factor", "0",
-		}, c.extra...)
+		), c.extra...)
 	})
 	c.busPorts[s] = bus
 	return s
@@ -61,7 +62,7 @@ func StartCluster(t testing.TB, masters int, extra ...string) *Cluster {
 	if masters == 0 {
 		masters = 3
 	}
-	c := &Cluster{t: t, extra: extra, busPorts: map[*Server]int{}}
+	c := &Cluster{t: t, extra: extra, busPorts: map[*Server]int{}, host: ownLoopback()}
 	for i := 0; i < masters; i++ {
 		c.Masters = append(c.Masters, c.startNode())
 	}

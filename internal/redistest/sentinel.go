@@ -154,7 +154,8 @@ type SentinelOptions struct {
 	// Extra is appended to every data node's command line (e.g. AOF).
 	Extra []string
 	// Hosts[i] is the loopback address of data node i (0: the first
-	// master) and of sentinel i; default 127.0.0.1 (see StartOn).
+	// master) and of sentinel i; default one address of the group's own
+	// (ownLoopback) for all, 127.0.0.1 past a shorter list (see StartOn).
 	Hosts []string
 }
 
@@ -181,6 +182,12 @@ func StartSentinelGroup(t testing.TB, opts SentinelOptions) *SentinelGroup {
 	}
 	if opts.FailoverTimeout == 0 {
 		opts.FailoverTimeout = 3 * time.Second
+	}
+	if len(opts.Hosts) == 0 {
+		own := ownLoopback()
+		for range max(opts.Replicas+1, 3) {
+			opts.Hosts = append(opts.Hosts, own)
+		}
 	}
 	g := &SentinelGroup{t: t, MasterName: "plantstore-test"}
 	master := StartOn(t, opts.host(0), opts.Extra...)
