@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -97,24 +98,12 @@ const packageDocFile = "cmd/plantstore/main.go"
 
 // Files lists every file check reads, relative to the root.
 func Files() []string {
-	seen := map[string]bool{}
-	var files []string
-	add := func(f string) {
-		if !seen[f] {
-			seen[f] = true
-			files = append(files, f)
+	files := []string{VersionFile, ChangelogFile, LicenseFile, packageDocFile}
+	for _, p := range slices.Concat(places, licenses) {
+		if !slices.Contains(files, p.file) {
+			files = append(files, p.file)
 		}
 	}
-	add(VersionFile)
-	add(ChangelogFile)
-	add(LicenseFile)
-	for _, p := range places {
-		add(p.file)
-	}
-	for _, l := range licenses {
-		add(l.file)
-	}
-	add(packageDocFile)
 	return files
 }
 
@@ -143,6 +132,27 @@ func ReadVersion(root string) (string, error) {
 	return v, nil
 }
 
+// tree reads the files of a root, each once, and keeps the text that Set
+// writes back.
+type tree struct {
+	root  string
+	text  map[string]string
+	order []string // the files read, in order
+}
+
+func (t *tree) read(file string) (string, error) {
+	if s, ok := t.text[file]; ok {
+		return s, nil
+	}
+	b, err := os.ReadFile(filepath.Join(t.root, file))
+	if err != nil {
+		return "", err
+	}
+	t.text[file] = string(b)
+	t.order = append(t.order, file)
+	return string(b), nil
+}
+
 // A Problem is one disagreement found by Check.
 type Problem struct {
 	File string // relative to the root
@@ -159,22 +169,17 @@ func Check(root string) ([]Problem, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := &tree{root: root, text: map[string]string{}}
 	var probs []Problem
 	add := func(file, format string, args ...any) {
 		probs = append(probs, Problem{file, fmt.Sprintf(format, args...)})
 	}
-	cache := map[string]string{}
 	read := func(file string) (string, bool) {
-		if s, ok := cache[file]; ok {
-			return s, true
-		}
-		b, err := os.ReadFile(filepath.Join(root, file))
+		s, err := t.read(file)
 		if err != nil {
 			add(file, "cannot be read: %v", err)
-			return "", false
 		}
-		cache[file] = string(b)
-		return string(b), true
+		return s, err == nil
 	}
 	// expect reports each place whose submatch is not value.
 	expect := func(ps []place, value, source string) {
@@ -183,12 +188,9 @@ func Check(root string) ([]Problem, error) {
 			if !ok {
 				continue
 			}
-			got, err := find(p.re, s)
-			if err != nil {
+			if m, err := locate(p.re, s); err != nil {
 				add(p.file, "%s: %v", p.what, err)
-				continue
-			}
-			if got != value {
+			} else if got := s[m[0]:m[1]]; got != value {
 				add(p.file, "%s is %q, expected %q%s", p.what, got, value, source)
 			}
 		}
@@ -197,10 +199,10 @@ func Check(root string) ([]Problem, error) {
 	if s, ok := read(ChangelogFile); ok && !changelogSection(want).MatchString(s) {
 		add(ChangelogFile, "no section %q for VERSION %s", "## ["+want+"] - YYYY-MM-DD", want)
 	}
-	if b, err := os.ReadFile(filepath.Join(root, LicenseFile)); err != nil {
-		add(LicenseFile, "cannot be read: %v", err)
-	} else if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != apacheSHA256 {
-		add(LicenseFile, "is not the Apache License 2.0 text verbatim (sha256 %s, expected %s)", hex.EncodeToString(sum[:]), apacheSHA256)
+	if s, ok := read(LicenseFile); ok {
+		if sum := sha256.Sum256([]byte(s)); hex.EncodeToString(sum[:]) != apacheSHA256 {
+			add(LicenseFile, "is not the Apache License 2.0 text verbatim (sha256 %s, expected %s)", hex.EncodeToString(sum[:]), apacheSHA256)
+		}
 	}
 	expect(licenses, SPDX, "")
 	if doc, err := packageDoc(filepath.Join(root, packageDocFile)); err != nil {
@@ -211,16 +213,17 @@ func Check(root string) ([]Problem, error) {
 	return probs, nil
 }
 
-// find returns re's first submatch in s, which must match exactly once.
-func find(re *regexp.Regexp, s string) (string, error) {
+// locate returns where re's first submatch is in s, which re must match
+// exactly once.
+func locate(re *regexp.Regexp, s string) ([]int, error) {
 	m := re.FindAllStringSubmatchIndex(s, -1)
 	switch len(m) {
 	case 0:
-		return "", errors.New("not found (expected line: " + re.String() + ")")
+		return nil, errors.New("not found (expected line: " + re.String() + ")")
 	case 1:
-		return s[m[0][2]:m[0][3]], nil
+		return m[0][2:4], nil
 	default:
-		return "", fmt.Errorf("found %d times, expected once", len(m))
+		return nil, fmt.Errorf("found %d times, expected once", len(m))
 	}
 }
 
@@ -229,9 +232,6 @@ func packageDoc(path string) (string, error) {
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.PackageClauseOnly|parser.ParseComments)
 	if err != nil {
 		return "", err
-	}
-	if f.Doc == nil {
-		return "", nil
 	}
 	return f.Doc.Text(), nil
 }
@@ -258,47 +258,29 @@ func Set(root, version, date string) error {
 	if _, err := time.Parse(time.DateOnly, date); err != nil {
 		return fmt.Errorf("date %q is not YYYY-MM-DD", date)
 	}
-	out := map[string]string{}
-	var order []string
-	get := func(file string) (string, error) {
-		if s, ok := out[file]; ok {
-			return s, nil
-		}
-		b, err := os.ReadFile(filepath.Join(root, file))
-		if err != nil {
-			return "", err
-		}
-		out[file] = string(b)
-		order = append(order, file)
-		return string(b), nil
-	}
+	t := &tree{root: root, text: map[string]string{}}
 	for _, p := range places {
-		s, err := get(p.file)
+		s, err := t.read(p.file)
 		if err != nil {
 			return err
 		}
-		m := p.re.FindAllStringSubmatchIndex(s, -1)
-		if len(m) != 1 {
-			return fmt.Errorf("%s: %s: found %d times, expected once", p.file, p.what, len(m))
+		m, err := locate(p.re, s)
+		if err != nil {
+			return fmt.Errorf("%s: %s: %w", p.file, p.what, err)
 		}
-		out[p.file] = s[:m[0][2]] + version + s[m[0][3]:]
+		t.text[p.file] = s[:m[0]] + version + s[m[1]:]
 	}
-	cl, err := get(ChangelogFile)
+	cl, err := t.read(ChangelogFile)
 	if err != nil {
 		return err
 	}
-	if out[ChangelogFile], err = changelogRelease(cl, version, date); err != nil {
+	if t.text[ChangelogFile], err = changelogRelease(cl, version, date); err != nil {
 		return fmt.Errorf("%s: %w", ChangelogFile, err)
 	}
-	out[VersionFile] = version + "\n"
-	order = append(order, VersionFile)
-	for _, file := range order {
-		path := filepath.Join(root, file)
-		mode := os.FileMode(0o644)
-		if fi, err := os.Stat(path); err == nil {
-			mode = fi.Mode().Perm()
-		}
-		if err := os.WriteFile(path, []byte(out[file]), mode); err != nil {
+	t.text[VersionFile] = version + "\n"
+	// An existing file keeps its mode: os.WriteFile only sets it on creation.
+	for _, file := range append(t.order, VersionFile) {
+		if err := os.WriteFile(filepath.Join(root, file), []byte(t.text[file]), 0o644); err != nil {
 			return err
 		}
 	}

@@ -17,17 +17,7 @@ func copyRepo(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
 	for _, f := range Files() {
-		b, err := os.ReadFile(filepath.Join(repoRoot, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := filepath.Join(dst, f)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		write(t, dst, f, read(t, repoRoot, f))
 	}
 	return dst
 }
@@ -35,18 +25,11 @@ func copyRepo(t *testing.T) string {
 // edit replaces the one match of re in root's file with repl.
 func edit(t *testing.T, root, file, re, repl string) {
 	t.Helper()
-	p := filepath.Join(root, file)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rx := regexp.MustCompile(re)
-	if n := len(rx.FindAllIndex(b, -1)); n != 1 {
+	rx, s := regexp.MustCompile(re), read(t, root, file)
+	if n := len(rx.FindAllStringIndex(s, -1)); n != 1 {
 		t.Fatalf("%s: %q matches %d times, want once", file, re, n)
 	}
-	if err := os.WriteFile(p, rx.ReplaceAll(b, []byte(repl)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	write(t, root, file, rx.ReplaceAllString(s, repl))
 }
 
 func read(t *testing.T, root, file string) string {
@@ -56,6 +39,17 @@ func read(t *testing.T, root, file string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+func write(t *testing.T, root, file, content string) {
+	t.Helper()
+	p := filepath.Join(root, file)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // current is the repository's VERSION; next is a version it will not be.
@@ -130,9 +124,7 @@ func TestCheckReportsEachMismatch(t *testing.T) {
 // A VERSION that nothing else states is reported in every place.
 func TestCheckNewVersionEverywhere(t *testing.T) {
 	root := copyRepo(t)
-	if err := os.WriteFile(filepath.Join(root, VersionFile), []byte(next+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	write(t, root, VersionFile, next+"\n")
 	probs := check(t, root)
 	if want := len(places) + 1; len(probs) != want { // every place and the changelog
 		t.Errorf("check found %d problems, want %d: %v", len(probs), want, probs)
