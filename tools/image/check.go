@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	goversion "go/version"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -72,6 +73,14 @@ func parseGoMod(dt []byte) (goMod, error) {
 type parsedDockerfile struct {
 	stages  []instructions.Stage
 	metaArg []instructions.ArgCommand
+}
+
+func readDockerfile(path string) (*parsedDockerfile, error) {
+	dt, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseDockerfile(dt)
 }
 
 func parseDockerfile(dt []byte) (*parsedDockerfile, error) {

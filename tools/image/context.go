@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -14,11 +14,12 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
+	"github.com/tonistiigi/fsutil"
 )
 
 // buildContext is the build context as BuildKit sends it: the files of the
-// context directory that .dockerignore does not exclude, matched with the
-// same pattern matcher BuildKit uses (github.com/moby/patternmatcher).
+// context directory that .dockerignore does not exclude, walked by the same
+// filter BuildKit sends a local source through (github.com/tonistiigi/fsutil).
 type buildContext struct {
 	dir   string
 	pm    *patternmatcher.PatternMatcher
@@ -44,40 +45,15 @@ func loadBuildContext(dir string) (*buildContext, error) {
 		return nil, fmt.Errorf(".dockerignore: %w", err)
 	}
 	bc := &buildContext{dir: dir, pm: pm}
-
-	type parentInfo = patternmatcher.MatchInfo
-	infos := map[string]parentInfo{".": {}}
-	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
+	err = fsutil.WalkDir(context.Background(), dir, &fsutil.FilterOpt{ExcludePatterns: patterns}, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
 			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if rel == "." {
-			return nil
-		}
-		excluded, info, err := pm.MatchesUsingParentResults(rel, infos[path.Dir(rel)])
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if excluded && !pm.Exclusions() {
-				return filepath.SkipDir
-			}
-			infos[rel] = info
-			return nil
-		}
-		if excluded {
-			return nil
 		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		bc.files = append(bc.files, rel)
+		bc.files = append(bc.files, filepath.ToSlash(p))
 		bc.bytes += fi.Size()
 		return nil
 	})
@@ -237,27 +213,18 @@ func stageContext(bc *buildContext, build *instructions.Stage, out string) (int,
 }
 
 func copyFile(src, dst string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	fi, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fi.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return os.WriteFile(dst, b, fi.Mode().Perm())
 }
 
 // summary is one line about the context.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/moby/buildkit/frontend/subrequests/lint"
 )
 
 const repoRoot = "../.."
@@ -45,13 +47,27 @@ func writeContext(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-func TestRepoDockerfileLintsClean(t *testing.T) {
-	r, err := lintDockerfile(context.Background(), lintOptions{
-		ContextDir: repoRoot, Dockerfile: filepath.Join(repoRoot, "Dockerfile"), Experimental: true,
-	})
+// lintDir lints dir/Dockerfile with dir as the context.
+func lintDir(t *testing.T, dir string, experimental bool) *lint.LintResults {
+	t.Helper()
+	r, err := lintDockerfile(context.Background(), dir, filepath.Join(dir, "Dockerfile"), experimental)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r
+}
+
+// ruleNames lists the rule of each warning, in order.
+func ruleNames(r *lint.LintResults) []string {
+	var names []string
+	for _, w := range r.Warnings {
+		names = append(names, w.RuleName)
+	}
+	return names
+}
+
+func TestRepoDockerfileLintsClean(t *testing.T) {
+	r := lintDir(t, repoRoot, true)
 	var b strings.Builder
 	if n, _ := printLint(&b, r); n != 0 {
 		t.Fatalf("%d lint problem(s):\n%s", n, b.String())
@@ -77,10 +93,7 @@ EXPOSE 8080/TCP
 CMD /s
 `,
 	})
-	r, err := lintDockerfile(context.Background(), lintOptions{ContextDir: dir, Dockerfile: filepath.Join(dir, "Dockerfile"), Experimental: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := lintDir(t, dir, true)
 	got := ruleNames(r)
 	for _, rule := range []string{
 		"FromAsCasing", "StageNameCasing", "LegacyKeyValueFormat", "SecretsUsedInArgOrEnv",
@@ -104,11 +117,7 @@ CMD /s
 func TestLintExperimentalOptIn(t *testing.T) {
 	dir := writeContext(t, map[string]string{"Dockerfile": "# not a description\nFROM scratch AS final\nCOPY a /a\n", "a": ""})
 	for _, exp := range []bool{false, true} {
-		r, err := lintDockerfile(context.Background(), lintOptions{ContextDir: dir, Dockerfile: filepath.Join(dir, "Dockerfile"), Experimental: exp})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := slices.Contains(ruleNames(r), "InvalidDefinitionDescription"); got != exp {
+		if got := slices.Contains(ruleNames(lintDir(t, dir, exp)), "InvalidDefinitionDescription"); got != exp {
 			t.Errorf("experimental=%v: InvalidDefinitionDescription fired=%v", exp, got)
 		}
 	}
@@ -117,10 +126,7 @@ func TestLintExperimentalOptIn(t *testing.T) {
 // A base image the offline resolver does not know is a build error, not a pass.
 func TestLintUnknownBaseImage(t *testing.T) {
 	dir := writeContext(t, map[string]string{"Dockerfile": "FROM alpine:3.22\nENTRYPOINT [\"/bin/true\"]\n"})
-	r, err := lintDockerfile(context.Background(), lintOptions{ContextDir: dir, Dockerfile: filepath.Join(dir, "Dockerfile")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := lintDir(t, dir, false)
 	if r.Error == nil || !strings.Contains(r.Error.Message, "basemeta.json") {
 		t.Fatalf("want a build error naming basemeta.json, got %+v", r.Error)
 	}

@@ -15,33 +15,20 @@ import (
 	"github.com/moby/buildkit/frontend/subrequests/lint"
 )
 
-// lintOptions selects what lintDockerfile checks.
-type lintOptions struct {
-	// ContextDir is the build context (where .dockerignore is read).
-	ContextDir string
-	// Dockerfile is the path of the Dockerfile.
-	Dockerfile string
-	// Experimental turns on BuildKit's experimental rules as well
-	// (InvalidDefinitionDescription today), on top of the Dockerfile's own
-	// `# check=` directive.
-	Experimental bool
-	// BuildArgs are passed as --build-arg would pass them.
-	BuildArgs map[string]string
-}
-
 // lintDockerfile runs BuildKit's Dockerfile frontend on the file as
 // `docker build --check` does: the "frontend.lint" subrequest of
 // frontend/dockerfile/builder.Build, which parses the file, runs every lint
 // rule while converting all stages to LLB (dockerfile2llb.DockerfileLint), and
 // reads .dockerignore from the context for CopyIgnoredFile. It returns the
 // results; a Dockerfile that does not convert at all is reported in
-// results.Error.
-func lintDockerfile(ctx context.Context, o lintOptions) (*lint.LintResults, error) {
-	dfAbs, err := filepath.Abs(o.Dockerfile)
+// results.Error. experimental turns on BuildKit's experimental rules as well
+// (InvalidDefinitionDescription today), on top of the file's `# check=`.
+func lintDockerfile(ctx context.Context, contextDir, dockerfile string, experimental bool) (*lint.LintResults, error) {
+	dfAbs, err := filepath.Abs(dockerfile)
 	if err != nil {
 		return nil, err
 	}
-	ctxAbs, err := filepath.Abs(o.ContextDir)
+	ctxAbs, err := filepath.Abs(contextDir)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +45,7 @@ func lintDockerfile(ctx context.Context, o lintOptions) (*lint.LintResults, erro
 		// that image and makes it lint with the rules compiled in here.
 		"cmdline": "docker/dockerfile:1",
 	}
-	if o.Experimental {
+	if experimental {
 		// BUILDKIT_DOCKERFILE_CHECK replaces the file's `# check=` directive,
 		// so carry the directive over and add experimental=all to it.
 		check, _, _, _ := parser.ParseDirective("check", dt)
@@ -66,9 +53,6 @@ func lintDockerfile(ctx context.Context, o lintOptions) (*lint.LintResults, erro
 			check += ";"
 		}
 		opts["build-arg:BUILDKIT_DOCKERFILE_CHECK"] = check + "experimental=all"
-	}
-	for k, v := range o.BuildArgs {
-		opts["build-arg:"+k] = v
 	}
 
 	gw := &offlineGateway{contextDir: ctxAbs, dockerfileDir: filepath.Dir(dfAbs), opts: opts}
@@ -108,13 +92,4 @@ func printLint(w io.Writer, r *lint.LintResults) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// ruleNames lists the rule of each warning, in order.
-func ruleNames(r *lint.LintResults) []string {
-	var names []string
-	for _, w := range r.Warnings {
-		names = append(names, w.RuleName)
-	}
-	return names
 }

@@ -78,7 +78,7 @@ func usage() {
 
 func runLint(contextDir, dockerfile string, experimental bool) error {
 	start := time.Now()
-	r, err := lintDockerfile(context.Background(), lintOptions{ContextDir: contextDir, Dockerfile: dockerfile, Experimental: experimental})
+	r, err := lintDockerfile(context.Background(), contextDir, dockerfile, experimental)
 	if err != nil {
 		return err
 	}
@@ -141,11 +141,7 @@ func runContext(contextDir, dockerfile, out string) error {
 	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s is not empty", out)
 	}
-	dt, err := os.ReadFile(dockerfile)
-	if err != nil {
-		return err
-	}
-	p, err := parseDockerfile(dt)
+	p, err := readDockerfile(dockerfile)
 	if err != nil {
 		return err
 	}
@@ -166,11 +162,7 @@ func runContext(contextDir, dockerfile, out string) error {
 }
 
 func runArg(dockerfile, name string) error {
-	dt, err := os.ReadFile(dockerfile)
-	if err != nil {
-		return err
-	}
-	p, err := parseDockerfile(dt)
+	p, err := readDockerfile(dockerfile)
 	if err != nil {
 		return err
 	}
