@@ -12,10 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -60,7 +60,7 @@ var (
 
 // existingSecrets finds every `existingSecret: NAME` (or
 // `existingSecret: {name: NAME, key: KEY}`) in a values tree. The keys the
-// Secret needs are the string values of sibling fields named like
+// Secret needs are the string values of the fields beside NAME named like
 // existingSecretKey / existingSecretPasswordKey / passwordKey / key.
 func existingSecrets(v any) []secretRef {
 	byName := map[string]map[string]bool{}
@@ -69,30 +69,17 @@ func existingSecrets(v any) []secretRef {
 		switch n := v.(type) {
 		case values:
 			for k, val := range n {
+				walk(val)
 				if !existingSecretKey.MatchString(k) {
 					continue
 				}
-				name := ""
-				keys := map[string]bool{}
+				name, fields := "", n
 				switch s := val.(type) {
 				case string:
 					name = s
-					for sk, sv := range n {
-						if sk != k && secretKeyKey.MatchString(sk) {
-							if s, ok := sv.(string); ok && s != "" {
-								keys[s] = true
-							}
-						}
-					}
 				case values:
 					name, _ = s["name"].(string)
-					for sk, sv := range s {
-						if sk == "key" || secretKeyKey.MatchString(sk) {
-							if s, ok := sv.(string); ok && s != "" {
-								keys[s] = true
-							}
-						}
-					}
+					fields = s
 				}
 				if name == "" {
 					continue
@@ -100,12 +87,11 @@ func existingSecrets(v any) []secretRef {
 				if byName[name] == nil {
 					byName[name] = map[string]bool{}
 				}
-				for k := range keys {
-					byName[name][k] = true
+				for fk, fv := range fields {
+					if key, ok := fv.(string); ok && key != "" && secretKeyKey.MatchString(fk) {
+						byName[name][key] = true
+					}
 				}
-			}
-			for _, val := range n {
-				walk(val)
 			}
 		case []any:
 			for _, x := range n {
@@ -115,14 +101,8 @@ func existingSecrets(v any) []secretRef {
 	}
 	walk(v)
 	var out []secretRef
-	for name, keys := range byName {
-		ks := make([]string, 0, len(keys))
-		for k := range keys {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		out = append(out, secretRef{name, ks})
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, secretRef{name, slices.Sorted(maps.Keys(byName[name]))})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
 }
