@@ -13,13 +13,15 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,23 +89,9 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		steps[key].objs = append(steps[key].objs, o)
 	}
-	ordered := make([]*step, 0, len(steps))
-	for _, s := range steps {
-		ordered = append(ordered, s)
-	}
-	rank := map[string]int{}
-	for i, p := range phases {
-		rank[p] = i
-	}
-	sort.Slice(ordered, func(i, j int) bool {
-		a, b := ordered[i], ordered[j]
-		if a.phase != b.phase {
-			return rank[a.phase] < rank[b.phase]
-		}
-		if a.wave != b.wave {
-			return a.wave < b.wave
-		}
-		return a.policies < b.policies
+	ordered := slices.SortedFunc(maps.Values(steps), func(a, b *step) int {
+		return cmp.Or(cmp.Compare(slices.Index(phases, a.phase), slices.Index(phases, b.phase)),
+			cmp.Compare(a.wave, b.wave), strings.Compare(a.policies, b.policies))
 	})
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
@@ -163,7 +151,7 @@ func classify(o manifest.Object) (phase string, wave int, policies string, err e
 	if len(ps) == 0 {
 		ps = []string{"BeforeHookCreation"} // Argo CD's default
 	}
-	sort.Strings(ps)
+	slices.Sort(ps)
 	return phase, wave, strings.Join(ps, ","), nil
 }
 
