@@ -34,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -62,16 +63,10 @@ func fromHost(path string) func() (io.ReadCloser, int64, error) {
 	}
 }
 
-// layer writes files as an uncompressed tar into dir/<digest>.tar and returns
-// its digest (the diff ID: the layer is not compressed).
-func layer(dir string, files []file) (string, error) {
-	tmp, err := os.CreateTemp(dir, "layer-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	tw := tar.NewWriter(io.MultiWriter(tmp, h))
+// writeTar writes files to w as an uncompressed tar whose bytes depend only
+// on the files (times are zero).
+func writeTar(w io.Writer, files []file) error {
+	tw := tar.NewWriter(w)
 	for _, f := range files {
 		hdr := &tar.Header{Name: f.name, Mode: f.mode, Uid: f.uid, Gid: f.uid, ModTime: time.Unix(0, 0), Format: tar.FormatPAX}
 		var rc io.ReadCloser
@@ -82,30 +77,43 @@ func layer(dir string, files []file) (string, error) {
 			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, f.link
 		default:
 			var size int64
+			var err error
 			if rc, size, err = f.content(); err != nil {
-				return "", err
+				return err
 			}
 			hdr.Typeflag, hdr.Size = tar.TypeReg, size
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
-			return "", err
+			return err
 		}
 		if rc != nil {
 			_, err := io.Copy(tw, rc)
 			rc.Close()
 			if err != nil {
-				return "", fmt.Errorf("%s: %w", f.name, err)
+				return fmt.Errorf("%s: %w", f.name, err)
 			}
 		}
 	}
-	if err := tw.Close(); err != nil {
+	return tw.Close()
+}
+
+// writeTarFile writes the tar of files into dir, under the name that name
+// gives its SHA-256 (hex) once it is whole, and returns that SHA-256.
+func writeTarFile(dir string, name func(sum string) string, files []file) (string, error) {
+	tmp, err := os.CreateTemp(dir, ".devimage-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	if err := writeTar(io.MultiWriter(tmp, h), files); err != nil {
 		return "", err
 	}
 	if err := tmp.Close(); err != nil {
 		return "", err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
-	return sum, os.Rename(tmp.Name(), filepath.Join(dir, sum+".tar"))
+	return sum, os.Rename(tmp.Name(), filepath.Join(dir, name(sum)))
 }
 
 func main() {
@@ -159,7 +167,8 @@ func write(out, ref, arch, etc, devrun, dlv, bin string) (string, error) {
 
 	var diffIDs, layerFiles []string
 	for _, l := range [][]file{base, tools, service} {
-		sum, err := layer(work, l)
+		// A layer's name is its digest, the diff ID: it is not compressed.
+		sum, err := writeTarFile(work, func(sum string) string { return sum + ".tar" }, l)
 		if err != nil {
 			return "", err
 		}
@@ -201,34 +210,14 @@ func write(out, ref, arch, etc, devrun, dlv, bin string) (string, error) {
 		return "", err
 	}
 
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".devimage-*.tar")
-	if err != nil {
+	var entries []file
+	for _, n := range append(slices.Clone(layerFiles), cfgName, "manifest.json") {
+		entries = append(entries, file{name: n, mode: 0o644, content: fromHost(filepath.Join(work, n))})
+	}
+	if _, err := writeTarFile(filepath.Dir(out), func(string) string { return filepath.Base(out) }, entries); err != nil {
 		return "", err
 	}
-	defer os.Remove(tmp.Name())
-	tw := tar.NewWriter(tmp)
-	for _, n := range append(append([]string{}, layerFiles...), cfgName, "manifest.json") {
-		f, err := os.Open(filepath.Join(work, n))
-		if err != nil {
-			return "", err
-		}
-		fi, _ := f.Stat()
-		err = tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: fi.Size(), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg})
-		if err == nil {
-			_, err = io.Copy(tw, f)
-		}
-		f.Close()
-		if err != nil {
-			return "", err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	return "sha256:" + strings.TrimSuffix(cfgName, ".json"), os.Rename(tmp.Name(), out)
+	return "sha256:" + strings.TrimSuffix(cfgName, ".json"), nil
 }
 
 // loadArchive is `docker load -i archive` through the Engine API.
