@@ -189,12 +189,9 @@ type dirRef struct {
 	dir  string
 }
 
-func (r *dirRef) path(p string) (string, error) {
-	clean := path.Clean("/" + filepath.ToSlash(p))
-	if clean == "/" {
-		return r.dir, nil
-	}
-	return filepath.Join(r.dir, filepath.FromSlash(clean[1:])), nil
+// path is p inside the directory: a name cannot leave it.
+func (r *dirRef) path(p string) string {
+	return filepath.Join(r.dir, filepath.FromSlash(path.Clean("/"+filepath.ToSlash(p))))
 }
 
 func (r *dirRef) ToState() (llb.State, error) { return llb.Local(r.name), nil }
@@ -202,11 +199,7 @@ func (r *dirRef) ToState() (llb.State, error) { return llb.Local(r.name), nil }
 func (r *dirRef) Evaluate(context.Context) error { return nil }
 
 func (r *dirRef) ReadFile(_ context.Context, req gwclient.ReadRequest) ([]byte, error) {
-	p, err := r.path(req.Filename)
-	if err != nil {
-		return nil, err
-	}
-	dt, err := os.ReadFile(p)
+	dt, err := os.ReadFile(r.path(req.Filename))
 	if err != nil {
 		return nil, err
 	}
@@ -223,11 +216,7 @@ func (r *dirRef) ReadFile(_ context.Context, req gwclient.ReadRequest) ([]byte, 
 }
 
 func (r *dirRef) StatFile(_ context.Context, req gwclient.StatRequest) (*fstypes.Stat, error) {
-	p, err := r.path(req.Path)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := os.Stat(p)
+	fi, err := os.Stat(r.path(req.Path))
 	if err != nil {
 		return nil, err
 	}
