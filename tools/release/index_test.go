@@ -1,6 +1,8 @@
 package main
 
 import (
+	"archive/tar"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +15,7 @@ import (
 
 func platformImage(t *testing.T, arch string, seed int64) v1.Image {
 	t.Helper()
-	img, err := random.Image(64, 2, random.WithSource(newSource(seed)))
+	img, err := random.Image(64, 2, random.WithSource(rand.NewSource(seed)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,5 +111,24 @@ func TestUntarKeepsEveryNameInside(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "out", "escape")); err != nil || string(b) != "x" {
 		t.Fatalf("../escape not kept inside as out/escape: %q, %v", b, err)
+	}
+}
+
+func writeTar(t *testing.T, path, name, content string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(content)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
