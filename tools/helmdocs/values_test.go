@@ -10,7 +10,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -147,17 +146,14 @@ func valuesTable(t *testing.T, readme string) []row {
 
 // tableTypes reads a type cell, `integer, "N%" or null`, as sorted schema type names.
 func tableTypes(cell string) []string {
-	var types []string
-	for _, name := range regexp.MustCompile(`, | or `).Split(cell, -1) {
+	types := regexp.MustCompile(`, | or `).Split(cell, -1)
+	for i, name := range types {
 		if name == `"N%"` {
-			name = "string" // a percentage
-		}
-		if !slices.Contains(types, name) {
-			types = append(types, name)
+			types[i] = "string" // a percentage
 		}
 	}
-	sort.Strings(types)
-	return types
+	slices.Sort(types)
+	return slices.Compact(types)
 }
 
 // mentions reports whether text has word with no letter, digit or _ on either side.
@@ -186,14 +182,10 @@ func (n *schemaNode) types() []string {
 		}
 	}
 	for _, alt := range slices.Concat(n.OneOf, n.AnyOf) {
-		for _, name := range alt.types() {
-			if !slices.Contains(types, name) {
-				types = append(types, name)
-			}
-		}
+		types = append(types, alt.types()...)
 	}
-	sort.Strings(types)
-	return types
+	slices.Sort(types)
+	return slices.Compact(types)
 }
 
 // walk calls f for n and every property under it, with its dotted path.
