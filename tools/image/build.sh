@@ -3,19 +3,12 @@
 # writes it as an OCI archive (default bin/plantstore-image.tar; OUT=path to
 # change it). See docs/image.md.
 #
-#   1. stage the build context the Dockerfile's build stage would see: the
-#      files .dockerignore lets through, where its COPY lines put them
-#      (imagetool context);
-#   2. build the static binary there with the same command as the Dockerfile
-#      (CGO_ENABLED=0, -trimpath, -s -w and the version stamps), with the Go
-#      release the Dockerfile pins (ARG GO_VERSION, via GOTOOLCHAIN);
-#   3. assemble, with buildah and no daemon, a base layer equivalent to
-#      gcr.io/distroless/static-debian12:nonroot (which cannot be pulled here):
-#      Debian's ca-certificates and tzdata packages, /etc/passwd and
-#      /etc/group with nonroot 65532, /home/nonroot, /tmp; then the runtime
-#      layer on top: /plantstore, USER 65532:65532, EXPOSE 8080/tcp 9090/tcp,
-#      ENTRYPOINT ["/plantstore"] and the Dockerfile's OCI labels;
-#   4. commit it to an OCI archive and print its digest and size.
+# The steps are those of docs/image.md ("Building here, without a daemon"):
+# stage the build stage's context through .dockerignore (imagetool context),
+# build the binary there as the Dockerfile does with its Go release, assemble
+# a base layer equivalent to gcr.io/distroless/static-debian12:nonroot (which
+# cannot be pulled here) and the runtime layer with buildah, commit an OCI
+# archive and print its digest and size.
 #
 # Skaffold's custom builder (skaffold.yaml, profile daemonless) sets IMAGE, the
 # image's name, used as the archive's reference instead of plantstore:$VERSION,

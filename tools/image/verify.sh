@@ -1,12 +1,8 @@
 #!/usr/bin/env bash
 # Verifies the OCI archive that tools/image/build.sh wrote (or the one given as
-# $1 or $OUT) without a daemon: the archive's structure and every blob's digest,
-# the image config (user, ports, entrypoint, labels), then the unpacked root
-# filesystem: a static /plantstore owned by root, nonroot 65532 in
-# /etc/passwd, CA certificates, no shell; and the binary itself, run from that
-# root filesystem as 65532:65532 with the image's environment: --version
-# reports the stamped version, and the service starts and answers its
-# readiness probe on the admin port.
+# $1 or $OUT) without a daemon: the archive, the image config, the unpacked
+# root filesystem, and the binary run from it as 65532:65532 (docs/image.md
+# lists each check).
 #
 # EXPECT_VERSION / EXPECT_REVISION, when set, must match the image's labels
 # and the binary's --version. Needs root (chroot, ownership); installs jq, file

@@ -1,20 +1,11 @@
 #!/usr/bin/env bash
 # make release VERSION=x.y.z REGISTRY=host[:port]/path: builds and publishes
-# one release without a Docker daemon (docs/release.md):
-#
-#   1. the runtime image for each of PLATFORMS (linux/amd64 and linux/arm64),
-#      with tools/image/build.sh from the source tree SRC at its commit's time
-#      (SOURCE_DATE_EPOCH), each verified by tools/image/verify.sh (the arm64
-#      one under qemu-user);
-#   2. one OCI image index of them, with the standard annotations (title,
-#      source, revision, version, created = the commit's time, licenses),
-#      pushed to REGISTRY/plantstore:VERSION;
-#   3. a CycloneDX SBOM per platform (cyclonedx-gomod, plus the base layer's
-#      Debian packages) and a SLSA v1 provenance statement, attached to the
-#      index as cosign attestations;
-#   4. a cosign signature on the index;
-#   5. the chart, packaged at VERSION with the image pinned by digest,
-#      pushed with `helm push` to oci://REGISTRY/charts and signed too.
+# one release without a Docker daemon: the runtime image of each platform
+# (tools/image/build.sh, verified by tools/image/verify.sh), one OCI image
+# index of them pushed to REGISTRY/plantstore:VERSION, a CycloneDX SBOM per
+# platform and a SLSA v1 provenance attached as cosign attestations, a cosign
+# signature, and the chart with the image pinned by digest, pushed and signed.
+# docs/release.md ("Build type") describes each step.
 #
 # It writes RELEASE_DIR (default bin/release/VERSION): the archives, the
 # SBOMs, the provenance, the chart package and release.json (every digest).
