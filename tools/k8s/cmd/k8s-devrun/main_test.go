@@ -7,29 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
-
-// syncBuffer is written by the child's output copiers and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func tarOf(t *testing.T, name, content string) *bytes.Buffer {
 	t.Helper()
@@ -101,21 +82,27 @@ func TestSuperviseRestartsOnNewBinary(t *testing.T) {
 	if err := os.Mkdir(filepath.Dir(synced), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	// The child writes to a file, which the test reads as it grows.
+	out, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	output := func() string { b, _ := os.ReadFile(out.Name()); return string(b) }
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSuperviseRestartsOnNewBinary$")
 	cmd.Env = append(os.Environ(), "DEVRUN_HELPER=1", "DEVRUN_BINARY="+baked, "DEVRUN_SYNCED="+synced, "DEVRUN_STOP_TIMEOUT=2s")
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor := func(s string) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if strings.Contains(out.String(), s) {
+			if strings.Contains(output(), s) {
 				return
 			}
 		}
-		t.Fatalf("no %q in:\n%s", s, out.String())
+		t.Fatalf("no %q in:\n%s", s, output())
 	}
 	waitFor("baked hello")
 	if err := untar([]string{"xmf", "-", "-C", "/"}, tarOf(t, synced, script("synced"))); err != nil {
@@ -123,8 +110,8 @@ func TestSuperviseRestartsOnNewBinary(t *testing.T) {
 	}
 	waitFor("synced hello")
 	_ = cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
-		t.Fatalf("exit: %v (want the service's 7)\n%s", err, out.String())
+		t.Fatalf("exit: %v (want the service's 7)\n%s", err, output())
 	}
 }
