@@ -1,18 +1,19 @@
 package openapi
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/plantstore/plantstore/internal/docgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated parts of docs/api.md")
@@ -27,90 +28,15 @@ func TestAPIDoc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join("..", "..", "docs", "api.md")
-	text, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts := []struct{ name, want string }{
+	for _, p := range []struct{ name, want string }{
 		{"routes", routeTable(doc)},
 		{"headers", headerTable(doc)},
 		{"events", eventTable(doc)},
 		{"event-headers", eventHeaderTable(doc)},
 		{"event-body", eventBodyTable(doc)},
+	} {
+		docgen.Check(t, "docs/api.md", p.name, p.want, *update)
 	}
-	rewritten := text
-	for _, p := range parts {
-		got, next, err := replaceGenerated(rewritten, p.name, p.want)
-		if err != nil {
-			t.Fatalf("docs/api.md: %v", err)
-		}
-		if got == strings.TrimSpace(p.want) {
-			continue
-		}
-		if !*update {
-			t.Errorf("docs/api.md: the generated part %q is not what api/openapi.yaml makes; run make generate.\n%s",
-				p.name, lineDiff(got, strings.TrimSpace(p.want)))
-		}
-		rewritten = next
-	}
-	if *update && !bytes.Equal(rewritten, text) {
-		if err := os.WriteFile(file, rewritten, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Log("rewrote the generated parts of docs/api.md")
-	}
-}
-
-// replaceGenerated finds the part between "<!-- generated:NAME ... -->" and
-// "<!-- /generated:NAME -->" (the markers of internal/docgen, which the main
-// module's docs use) and returns what it holds and the text with want there.
-// It and table, code, cell and lineDiff below are docgen's twins: importing
-// docgen would make the tools module require the main module, whose
-// dependency versions would then win over promtool's and staticcheck's.
-func replaceGenerated(text []byte, name, want string) (string, []byte, error) {
-	open, closing := []byte("<!-- generated:"+name+" "), []byte("<!-- /generated:"+name+" -->")
-	i := bytes.Index(text, open)
-	if i < 0 {
-		return "", nil, fmt.Errorf("no %s marker", open)
-	}
-	start := i + bytes.IndexByte(text[i:], '\n') + 1
-	end := bytes.Index(text[start:], closing)
-	if start <= i || end < 0 {
-		return "", nil, fmt.Errorf("no %s line after %s", closing, open)
-	}
-	end += start
-	next := append(append(bytes.Clone(text[:start]), strings.TrimSpace(want)+"\n"...), text[end:]...)
-	return strings.TrimSpace(string(text[start:end])), next, nil
-}
-
-// lineDiff lists the lines of got that want lacks (-) and those of want
-// that got lacks (+): enough to see which rows of a table drifted.
-func lineDiff(got, want string) string {
-	count := func(s string) map[string]int {
-		n := map[string]int{}
-		for _, l := range strings.Split(s, "\n") {
-			n[l]++
-		}
-		return n
-	}
-	have, need := count(got), count(want)
-	var b strings.Builder
-	for _, l := range strings.Split(got, "\n") {
-		if need[l] > 0 {
-			need[l]--
-		} else {
-			b.WriteString("- " + l + "\n")
-		}
-	}
-	for _, l := range strings.Split(want, "\n") {
-		if have[l] > 0 {
-			have[l]--
-		} else {
-			b.WriteString("+ " + l + "\n")
-		}
-	}
-	return b.String()
 }
 
 // methods in the order the tables list them.
@@ -198,9 +124,9 @@ func routeTable(doc *openapi3.T) string {
 			}
 			fail = append(fail, s+" ("+strings.Join(codes, ", ")+")")
 		}
-		rows = append(rows, []string{code(op.method), code(op.path), cell(op.Summary), scopeOf(doc, op.Operation), strings.Join(ok, "; "), strings.Join(fail, ", ")})
+		rows = append(rows, []string{docgen.Code(op.method), docgen.Code(op.path), docgen.Cell(op.Summary), scopeOf(doc, op.Operation), strings.Join(ok, "; "), strings.Join(fail, ", ")})
 	}
-	return table([]string{"method", "path", "what", "scope", "success", "errors (codes)"}, rows)
+	return docgen.Table([]string{"method", "path", "what", "scope", "success", "errors (codes)"}, rows)
 }
 
 // scopeOf names the scopes op requires, or says it needs no token.
@@ -216,7 +142,7 @@ func scopeOf(doc *openapi3.T, op *openapi3.Operation) string {
 	for _, req := range reqs {
 		for _, s := range req {
 			for _, scope := range s {
-				scopes = append(scopes, code(scope))
+				scopes = append(scopes, docgen.Code(scope))
 			}
 		}
 	}
@@ -235,14 +161,14 @@ func bodyOf(r *openapi3.Response) string {
 		case mt == "application/json" && s != nil:
 			parts = append(parts, schemaName(s))
 		default:
-			parts = append(parts, code(mt))
+			parts = append(parts, docgen.Code(mt))
 		}
 	}
 	if len(parts) == 0 {
 		parts = append(parts, "no body")
 	}
 	for _, h := range sortedKeys(r.Headers) {
-		parts = append(parts, code(h))
+		parts = append(parts, docgen.Code(h))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -250,7 +176,7 @@ func bodyOf(r *openapi3.Response) string {
 // schemaName names a schema by its component, or says what it is.
 func schemaName(s *openapi3.SchemaRef) string {
 	if s.Ref != "" {
-		return code(s.Ref[strings.LastIndex(s.Ref, "/")+1:])
+		return docgen.Code(s.Ref[strings.LastIndex(s.Ref, "/")+1:])
 	}
 	v := s.Value
 	switch {
@@ -260,16 +186,16 @@ func schemaName(s *openapi3.SchemaRef) string {
 		name := schemaName(v.AllOf[0])
 		for _, narrowing := range v.AllOf[1:] {
 			for _, p := range sortedKeys(narrowing.Value.Properties) {
-				name += ", " + code(p) + ": " + schemaName(narrowing.Value.Properties[p])
+				name += ", " + docgen.Code(p) + ": " + schemaName(narrowing.Value.Properties[p])
 			}
 		}
 		return name
 	case len(v.Enum) == 1:
-		return code(fmt.Sprint(v.Enum[0]))
+		return docgen.Code(fmt.Sprint(v.Enum[0]))
 	case len(v.Enum) > 0:
 		vals := make([]string, len(v.Enum))
 		for i, e := range v.Enum {
-			vals[i] = code(fmt.Sprint(e))
+			vals[i] = docgen.Code(fmt.Sprint(e))
 		}
 		return "one of " + strings.Join(vals, ", ")
 	case v.Format != "":
@@ -338,13 +264,13 @@ func headerTable(doc *openapi3.T) string {
 				continue
 			}
 			for i := range ops {
-				ops[i] = code(ops[i])
+				ops[i] = docgen.Code(ops[i])
 			}
 			where = append(where, status+" of "+strings.Join(ops, ", "))
 		}
-		rows = append(rows, []string{code(k.name), strings.Join(where, ", "), cell(k.meaning)})
+		rows = append(rows, []string{docgen.Code(k.name), strings.Join(where, ", "), docgen.Cell(k.meaning)})
 	}
-	return table([]string{"header", "declared on", "meaning"}, rows)
+	return docgen.Table([]string{"header", "declared on", "meaning"}, rows)
 }
 
 // webhooks lists the document's webhooks by name.
@@ -365,13 +291,13 @@ func eventTable(doc *openapi3.T) string {
 		var headers []string
 		for _, p := range wh.Parameters {
 			if p.Value.In == openapi3.ParameterInHeader && p.Value.Required {
-				headers = append(headers, code(p.Value.Name))
+				headers = append(headers, docgen.Code(p.Value.Name))
 			}
 		}
 		body := wh.RequestBody.Value.Content.Get("application/json").Schema
-		rows = append(rows, []string{code(wh.path), cell(oneLine(wh.Description)), schemaName(body), strings.Join(headers, ", ")})
+		rows = append(rows, []string{docgen.Code(wh.path), docgen.Cell(oneLine(wh.Description)), schemaName(body), strings.Join(headers, ", ")})
 	}
-	return table([]string{"event", "sent", "body", "headers"}, rows)
+	return docgen.Table([]string{"event", "sent", "body", "headers"}, rows)
 }
 
 func eventHeaderTable(doc *openapi3.T) string {
@@ -383,10 +309,10 @@ func eventHeaderTable(doc *openapi3.T) string {
 				continue
 			}
 			seen[p.Value.Name] = true
-			rows = append(rows, []string{code(p.Value.Name), schemaName(p.Value.Schema), cell(oneLine(p.Value.Description))})
+			rows = append(rows, []string{docgen.Code(p.Value.Name), schemaName(p.Value.Schema), docgen.Cell(oneLine(p.Value.Description))})
 		}
 	}
-	return table([]string{"header", "value", "meaning"}, rows)
+	return docgen.Table([]string{"header", "value", "meaning"}, rows)
 }
 
 func eventBodyTable(doc *openapi3.T) string {
@@ -410,35 +336,11 @@ func eventBodyTable(doc *openapi3.T) string {
 		if required[name] {
 			req = "always"
 		}
-		rows = append(rows, []string{code(name), schemaName(p), req, cell(oneLine(meaning))})
+		rows = append(rows, []string{docgen.Code(name), schemaName(p), req, docgen.Cell(oneLine(meaning))})
 	}
-	return table([]string{"member", "value", "present", "meaning"}, rows)
+	return docgen.Table([]string{"member", "value", "present", "meaning"}, rows)
 }
-
-func table(header []string, rows [][]string) string {
-	var b strings.Builder
-	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
-	for range header {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	for _, r := range rows {
-		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
-	}
-	return b.String()
-}
-
-func code(s string) string { return "`" + strings.ReplaceAll(s, "|", `\|`) + "`" }
-
-func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
