@@ -96,20 +96,27 @@ type Dashboard struct {
 
 // Panel is a dashboard panel; a row holds its panels in Panels when collapsed.
 type Panel struct {
-	ID         int             `json:"id"`
-	Type       string          `json:"type"`
-	Title      string          `json:"title"`
-	Datasource *DatasourceRef  `json:"datasource"`
-	Targets    []Target        `json:"targets"`
-	Panels     []Panel         `json:"panels"`
-	GridPos    json.RawMessage `json:"gridPos"`
+	ID          int             `json:"id"`
+	Type        string          `json:"type"`
+	Title       string          `json:"title"`
+	Datasource  *DatasourceRef  `json:"datasource"`
+	Targets     []Target        `json:"targets"`
+	Panels      []Panel         `json:"panels"`
+	GridPos     json.RawMessage `json:"gridPos"`
+	FieldConfig struct {
+		Defaults struct {
+			Unit string `json:"unit"`
+		} `json:"defaults"`
+	} `json:"fieldConfig"`
 }
 
 // Target is one query of a panel.
 type Target struct {
-	RefID      string         `json:"refId"`
-	Expr       string         `json:"expr"`
-	Datasource *DatasourceRef `json:"datasource"`
+	RefID        string         `json:"refId"`
+	Expr         string         `json:"expr"`
+	Datasource   *DatasourceRef `json:"datasource"`
+	LegendFormat string         `json:"legendFormat"`
+	Exemplar     bool           `json:"exemplar"`
 }
 
 // DatasourceRef points a panel or target at a data source.

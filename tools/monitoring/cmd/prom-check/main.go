@@ -28,6 +28,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -137,7 +138,7 @@ func (c *checker) run(ctx context.Context) error {
 		return err
 	}
 	if c.o.dump != "" {
-		return c.dumpPanels(ctx, values)
+		return c.dumpPanels(ctx, d, values)
 	}
 	return nil
 }
@@ -159,10 +160,7 @@ func (c *checker) variables(ctx context.Context) (map[string]string, error) {
 	} else {
 		c.fail("dashboard variables: job %v (want plantstore among them), instance %v (want at least one)", jobs, instances)
 	}
-	values := map[string]string{}
-	for k, v := range monitoring.GrafanaValues {
-		values[k] = v
-	}
+	values := maps.Clone(monitoring.GrafanaValues)
 	values["job"] = "plantstore"
 	values["instance"] = allRegex(instances)
 	values["__rate_interval"] = c.o.rateInterval
@@ -376,49 +374,13 @@ type DumpExemplar struct {
 	TraceID string
 }
 
-// rawPanel is the part of a panel the dump needs beyond monitoring.Panel.
-type rawPanel struct {
-	Title       string `json:"title"`
-	Type        string `json:"type"`
-	FieldConfig struct {
-		Defaults struct {
-			Unit string `json:"unit"`
-		} `json:"defaults"`
-	} `json:"fieldConfig"`
-	Targets []struct {
-		RefID        string `json:"refId"`
-		Expr         string `json:"expr"`
-		LegendFormat string `json:"legendFormat"`
-		Exemplar     bool   `json:"exemplar"`
-	} `json:"targets"`
-	Panels []rawPanel `json:"panels"`
-}
-
 var legendLabel = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
-func (c *checker) dumpPanels(ctx context.Context, values map[string]string) error {
-	data, err := os.ReadFile(c.o.dashboard)
-	if err != nil {
-		return err
-	}
-	var d struct {
-		Panels []rawPanel `json:"panels"`
-	}
-	if err := json.Unmarshal(data, &d); err != nil {
-		return err
-	}
-	var all []rawPanel
-	var walk func([]rawPanel)
-	walk = func(ps []rawPanel) {
-		for _, p := range ps {
-			all = append(all, p)
-			walk(p.Panels)
-		}
-	}
-	walk(d.Panels)
+func (c *checker) dumpPanels(ctx context.Context, d monitoring.Dashboard, values map[string]string) error {
 	out := Dump{Start: c.o.start, End: c.o.end}
+	all := d.AllPanels()
 	for _, want := range mainPanels {
-		var p rawPanel
+		var p monitoring.Panel
 		for _, q := range all {
 			if q.Type != "row" && strings.HasPrefix(q.Title, want.prefix) {
 				p = q

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
 	"github.com/plantstore/plantstore/tools/monitoring"
@@ -122,25 +121,36 @@ func fakePrometheus(t *testing.T, emptyQuery string, recorded []string, health s
 	}))
 }
 
-func testAPI(t *testing.T, srv *httptest.Server) v1.API {
-	api, err := newAPI(srv.URL, srv.Client())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return api
-}
-
-func chartFile(t *testing.T, name string) string {
+// chartFile is a file of the chart's files/ directory.
+func chartFile(name string) string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "charts", "plantstore", "files", name)
 }
 
-func TestChecker(t *testing.T) {
-	rules, err := monitoring.LoadRules(chartFile(t, "prometheus-rules.yaml"))
+// allRules names every rule of the chart's rules file.
+func allRules(t *testing.T) []string {
+	rules, err := monitoring.LoadRules(chartFile("prometheus-rules.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := append(append([]string{}, rules.Recorded...), rules.Alerts...)
+	return slices.Concat(rules.Recorded, rules.Alerts)
+}
+
+// newChecker checks the chart's files against srv over 1700000000 to
+// 1700000600, dumping the panels to dump unless it is "".
+func newChecker(t *testing.T, srv *httptest.Server, dump string) *checker {
+	api, err := newAPI(srv.URL, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &checker{api: api, o: options{
+		rules: chartFile("prometheus-rules.yaml"), dashboard: chartFile("grafana-dashboard.json"),
+		start: time.Unix(1700000000, 0), end: time.Unix(1700000600, 0), step: 5 * time.Second, rateInterval: "1m", dump: dump,
+	}}
+}
+
+func TestChecker(t *testing.T) {
+	all := allRules(t)
 	tests := []struct {
 		name       string
 		emptyQuery string
@@ -157,10 +167,7 @@ func TestChecker(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := fakePrometheus(t, tt.emptyQuery, tt.loaded, tt.health)
 			defer srv.Close()
-			c := &checker{api: testAPI(t, srv), o: options{
-				rules: chartFile(t, "prometheus-rules.yaml"), dashboard: chartFile(t, "grafana-dashboard.json"),
-				start: time.Unix(1700000000, 0), end: time.Unix(1700000600, 0), step: 5 * time.Second, rateInterval: "1m",
-			}}
+			c := newChecker(t, srv, "")
 			if err := c.run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -175,17 +182,10 @@ func TestChecker(t *testing.T) {
 // the series' labels, and the exemplars of the targets with exemplar: true
 // (the latency panel): in the range, with a trace, once each, by time.
 func TestDump(t *testing.T) {
-	rules, err := monitoring.LoadRules(chartFile(t, "prometheus-rules.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := fakePrometheus(t, "", append(rules.Recorded, rules.Alerts...), "ok")
+	srv := fakePrometheus(t, "", allRules(t), "ok")
 	defer srv.Close()
 	out := filepath.Join(t.TempDir(), "panels.json")
-	c := &checker{api: testAPI(t, srv), o: options{
-		rules: chartFile(t, "prometheus-rules.yaml"), dashboard: chartFile(t, "grafana-dashboard.json"),
-		start: time.Unix(1700000000, 0), end: time.Unix(1700000600, 0), step: 5 * time.Second, rateInterval: "1m", dump: out,
-	}}
+	c := newChecker(t, srv, out)
 	if err := c.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -220,11 +220,7 @@ func TestDump(t *testing.T) {
 // TestDumpExemplarError: a failing exemplar query fails the dump, as the
 // other queries do.
 func TestDumpExemplarError(t *testing.T) {
-	rules, err := monitoring.LoadRules(chartFile(t, "prometheus-rules.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fake := fakePrometheus(t, "", append(rules.Recorded, rules.Alerts...), "ok")
+	fake := fakePrometheus(t, "", allRules(t), "ok")
 	defer fake.Close()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/v1/query_exemplars" {
@@ -235,12 +231,7 @@ func TestDumpExemplarError(t *testing.T) {
 		fake.Config.Handler.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	c := &checker{api: testAPI(t, srv), o: options{
-		rules: chartFile(t, "prometheus-rules.yaml"), dashboard: chartFile(t, "grafana-dashboard.json"),
-		start: time.Unix(1700000000, 0), end: time.Unix(1700000600, 0), step: 5 * time.Second, rateInterval: "1m",
-		dump: filepath.Join(t.TempDir(), "panels.json"),
-	}}
-	err = c.run(context.Background())
+	err := newChecker(t, srv, filepath.Join(t.TempDir(), "panels.json")).run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "exemplar storage disabled") {
 		t.Fatalf("run: %v, want the exemplar query's error", err)
 	}
