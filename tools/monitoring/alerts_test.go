@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"gopkg.in/yaml.v3"
+
+	"github.com/plantstore/plantstore/internal/docgen"
 )
 
 const runbookPrefix = "https://github.com/plantstore/plantstore/blob/main/docs/monitoring.md#"
@@ -16,11 +18,11 @@ const runbookPrefix = "https://github.com/plantstore/plantstore/blob/main/docs/m
 // Every alert has a severity the routing knows, a summary, a description
 // and a runbook_url whose anchor is a heading of docs/monitoring.md.
 func TestAlertsHaveSeverityAndRunbook(t *testing.T) {
-	groups, errs := rulefmt.ParseFile(rulesPath(t), false)
+	groups, errs := rulefmt.ParseFile(chartFile(t, rulesFile), false)
 	if len(errs) > 0 {
 		t.Fatalf("loading the rules: %v", errs)
 	}
-	doc, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "monitoring.md"))
+	doc, err := os.ReadFile(filepath.Join(docgen.Root(t), "docs", "monitoring.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func markdownAnchors(doc string) map[string]bool {
 // the first scenario, a healthy service, that none fires.
 func TestPromtoolTestsCoverEveryAlert(t *testing.T) {
 	rules, _ := parseRules(t)
-	data, err := os.ReadFile(rulesTestPath(t))
+	data, err := os.ReadFile(chartFile(t, rulesTestFile))
 	if err != nil {
 		t.Fatal(err)
 	}

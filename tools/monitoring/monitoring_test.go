@@ -3,42 +3,28 @@ package monitoring
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/plantstore/plantstore/internal/docgen"
 )
 
-// repoRoot is the plantstore repository: two levels above this package
-// (tools/monitoring).
-func repoRoot(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the test file")
-	}
-	root, err := filepath.Abs(filepath.Join(filepath.Dir(file), "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
+// chartFile is a file of the chart's files/ directory.
+func chartFile(t testing.TB, name string) string {
+	return filepath.Join(docgen.Root(t), "charts", "plantstore", "files", name)
 }
 
-func filesDir(t testing.TB) string {
-	return filepath.Join(repoRoot(t), "charts", "plantstore", "files")
-}
-
-func rulesPath(t testing.TB) string { return filepath.Join(filesDir(t), "prometheus-rules.yaml") }
-
-func rulesTestPath(t testing.TB) string {
-	return filepath.Join(filesDir(t), "prometheus-rules.test.yaml")
-}
-
-func dashboardPath(t testing.TB) string { return filepath.Join(filesDir(t), "grafana-dashboard.json") }
+const (
+	rulesFile     = "prometheus-rules.yaml"
+	rulesTestFile = "prometheus-rules.test.yaml"
+	dashboardFile = "grafana-dashboard.json"
+)
 
 // parsed is an expression with its AST.
 type parsed struct {
@@ -46,51 +32,24 @@ type parsed struct {
 	Expr parser.Expr
 }
 
-// parseRules parses every expression of the rules file, failing the test
-// with the rule and the expression of each one that does not parse.
-func parseRules(t testing.TB) (Rules, []parsed) {
+// parseAll parses exprs, their Grafana variables filled in from values (the
+// rules, nil, have none), failing the test with each one that is empty or
+// does not parse.
+func parseAll(t testing.TB, exprs []Expression, values map[string]string) []parsed {
 	t.Helper()
-	rules, err := LoadRules(rulesPath(t))
-	if err != nil {
-		t.Fatalf("loading the rules: %v", err)
-	}
-	if len(rules.Expressions) == 0 {
-		t.Fatal("the rules file holds no rule")
-	}
-	var out []parsed
-	for _, e := range rules.Expressions {
-		expr, err := parser.ParseExpr(e.Text)
-		if err != nil {
-			t.Errorf("%s does not parse: %v\n%s", e.Where, err, e.Text)
-			continue
-		}
-		out = append(out, parsed{e, expr})
-	}
-	return rules, out
-}
-
-// parseDashboard parses every target expression of the dashboard with the
-// given values of the Grafana variables.
-func parseDashboard(t testing.TB, values map[string]string) (Dashboard, []parsed) {
-	t.Helper()
-	d, err := LoadDashboard(dashboardPath(t))
-	if err != nil {
-		t.Fatalf("loading the dashboard: %v", err)
-	}
-	exprs := d.Expressions()
-	if len(exprs) == 0 {
-		t.Fatal("the dashboard has no target")
-	}
 	var out []parsed
 	for _, e := range exprs {
 		if strings.TrimSpace(e.Text) == "" {
 			t.Errorf("%s has no expression", e.Where)
 			continue
 		}
-		text, err := SubstituteGrafanaVariables(e.Text, values)
-		if err != nil {
-			t.Errorf("%s: %v\n%s", e.Where, err, e.Text)
-			continue
+		text := e.Text
+		if values != nil {
+			var err error
+			if text, err = SubstituteGrafanaVariables(e.Text, values); err != nil {
+				t.Errorf("%s: %v\n%s", e.Where, err, e.Text)
+				continue
+			}
 		}
 		expr, err := parser.ParseExpr(text)
 		if err != nil {
@@ -99,7 +58,47 @@ func parseDashboard(t testing.TB, values map[string]string) (Dashboard, []parsed
 		}
 		out = append(out, parsed{e, expr})
 	}
-	return d, out
+	return out
+}
+
+// parseRules parses every expression of the rules file.
+func parseRules(t testing.TB) (Rules, []parsed) {
+	t.Helper()
+	rules, err := LoadRules(chartFile(t, rulesFile))
+	if err != nil {
+		t.Fatalf("loading the rules: %v", err)
+	}
+	if len(rules.Expressions) == 0 {
+		t.Fatal("the rules file holds no rule")
+	}
+	return rules, parseAll(t, rules.Expressions, nil)
+}
+
+func loadDashboard(t testing.TB) Dashboard {
+	t.Helper()
+	d, err := LoadDashboard(chartFile(t, dashboardFile))
+	if err != nil {
+		t.Fatalf("loading the dashboard: %v", err)
+	}
+	return d
+}
+
+// parseDashboard parses every target expression of the dashboard with the
+// given values of the Grafana variables.
+func parseDashboard(t testing.TB, values map[string]string) []parsed {
+	t.Helper()
+	exprs := loadDashboard(t).Expressions()
+	if len(exprs) == 0 {
+		t.Fatal("the dashboard has no target")
+	}
+	return parseAll(t, exprs, values)
+}
+
+// parseVariables parses the selectors of the dashboard's label_values()
+// variable queries.
+func parseVariables(t testing.TB) []parsed {
+	t.Helper()
+	return parseAll(t, loadDashboard(t).VariableExpressions(), GrafanaValues)
 }
 
 func TestRuleExpressionsParse(t *testing.T) {
@@ -109,34 +108,8 @@ func TestRuleExpressionsParse(t *testing.T) {
 }
 
 func TestDashboardExpressionsParse(t *testing.T) {
-	_, exprs := parseDashboard(t, GrafanaValues)
-	_, vars := parseVariables(t)
+	exprs, vars := parseDashboard(t, GrafanaValues), parseVariables(t)
 	t.Logf("parsed %d dashboard target expressions and %d variable selectors", len(exprs), len(vars))
-}
-
-// parseVariables parses the selectors of the dashboard's label_values()
-// variable queries.
-func parseVariables(t testing.TB) (Dashboard, []parsed) {
-	t.Helper()
-	d, err := LoadDashboard(dashboardPath(t))
-	if err != nil {
-		t.Fatalf("loading the dashboard: %v", err)
-	}
-	var out []parsed
-	for _, e := range d.VariableExpressions() {
-		text, err := SubstituteGrafanaVariables(e.Text, GrafanaValues)
-		if err != nil {
-			t.Errorf("%s: %v\n%s", e.Where, err, e.Text)
-			continue
-		}
-		expr, err := parser.ParseExpr(text)
-		if err != nil {
-			t.Errorf("%s does not parse: %v\n%s", e.Where, err, e.Text)
-			continue
-		}
-		out = append(out, parsed{e, expr})
-	}
-	return d, out
 }
 
 // Every SLO needs its seven windows recorded and the two alerts the workbook
@@ -180,12 +153,9 @@ func TestRuleSelectorsSelectTheJob(t *testing.T) {
 // instance variable lists the service's instances).
 func TestDashboardSelectorsUseTheVariables(t *testing.T) {
 	const jobMark, instanceMark = "__grafana_job__", "__grafana_instance__"
-	values := map[string]string{}
-	for k, v := range GrafanaValues {
-		values[k] = v
-	}
+	values := maps.Clone(GrafanaValues)
 	values["job"], values["instance"] = jobMark, instanceMark
-	_, exprs := parseDashboard(t, values)
+	exprs := parseDashboard(t, values)
 	redis := 0
 	for _, e := range exprs {
 		for _, vs := range VectorSelectors(e.Expr) {
@@ -216,10 +186,7 @@ func hasMatcher(vs *parser.VectorSelector, name string, typ labels.MatchType, va
 }
 
 func TestDashboardStructure(t *testing.T) {
-	d, err := LoadDashboard(dashboardPath(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := loadDashboard(t)
 	if d.UID != "plantstore" {
 		t.Errorf("uid = %q, want plantstore", d.UID)
 	}

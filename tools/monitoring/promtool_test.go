@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/plantstore/plantstore/internal/docgen"
 )
 
 // promtoolPath builds promtool once for the parallel tests, which would
@@ -36,14 +38,14 @@ func promtool(t *testing.T, args ...string) (string, error) {
 		t.Fatalf("building promtool: %v", err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = filepath.Join(repoRoot(t), "tools")
+	cmd.Dir = filepath.Join(docgen.Root(t), "tools")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
 
 func TestPromtoolCheckRules(t *testing.T) {
 	t.Parallel()
-	out, err := promtool(t, "check", "rules", "--lint=all", "--lint-fatal", rulesPath(t))
+	out, err := promtool(t, "check", "rules", "--lint=all", "--lint-fatal", chartFile(t, rulesFile))
 	if err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
@@ -52,7 +54,7 @@ func TestPromtoolCheckRules(t *testing.T) {
 
 func TestPromtoolTestRules(t *testing.T) {
 	t.Parallel()
-	out, err := promtool(t, "test", "rules", rulesTestPath(t))
+	out, err := promtool(t, "test", "rules", chartFile(t, rulesTestFile))
 	if err != nil {
 		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}

@@ -292,9 +292,7 @@ func counterSum(f *dto.MetricFamily, want map[string]string) float64 {
 // not the service.
 func referencedMetrics(t *testing.T, keep func(name string) bool) (map[string][]string, map[string]map[string][]string) {
 	rules, ruleExprs := parseRules(t)
-	_, dashExprs := parseDashboard(t, GrafanaValues)
-	_, varExprs := parseVariables(t)
-	dashExprs = append(dashExprs, varExprs...)
+	dashExprs := append(parseDashboard(t, GrafanaValues), parseVariables(t)...)
 	ignored := map[string]bool{"up": true, "ALERTS": true, "ALERTS_FOR_STATE": true}
 	for _, r := range rules.Recorded {
 		ignored[r] = true
