@@ -1,15 +1,14 @@
 package monitoring
 
 import (
-	"bufio"
-	"encoding/hex"
-	"fmt"
+	"errors"
+	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/prometheus/procfs"
 )
 
 // listeningAddrs returns the addresses the TCP sockets of process pid listen
@@ -17,75 +16,40 @@ import (
 // report the port it got (redis_exporter logs its flag, ":0") is started on
 // port 0 and its port read here: nothing is chosen before the child binds.
 func listeningAddrs(pid int) ([]string, error) {
-	proc := filepath.Join("/proc", strconv.Itoa(pid))
-	fds, err := os.ReadDir(filepath.Join(proc, "fd"))
+	proc, err := procfs.NewProc(pid)
 	if err != nil {
 		return nil, err
 	}
-	inodes := map[string]bool{}
+	fds, err := proc.FileDescriptorTargets()
+	if err != nil {
+		return nil, err
+	}
+	sockets := map[string]bool{} // "socket:[inode]"
 	for _, fd := range fds {
-		link, err := os.Readlink(filepath.Join(proc, "fd", fd.Name()))
-		if err != nil {
-			continue // closed since
-		}
-		if inode, ok := strings.CutPrefix(link, "socket:["); ok {
-			inodes[strings.TrimSuffix(inode, "]")] = true
-		}
+		sockets[fd] = true
+	}
+	// The child shares this process's network namespace, so its tables.
+	procFS, err := procfs.NewDefaultFS()
+	if err != nil {
+		return nil, err
 	}
 	var addrs []string
-	for _, table := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(filepath.Join(proc, "net", table))
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue // no IPv6
-			}
+	//lint:ignore SA1019 the netlink socket diagnostics it points to would be a new dependency for one test helper
+	for _, table := range []func() (procfs.NetTCP, error){procFS.NetTCP, procFS.NetTCP6} {
+		lines, err := table()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // no IPv6
+		} else if err != nil {
 			return nil, err
 		}
-		sc := bufio.NewScanner(f)
-		sc.Scan() // the header
-		for sc.Scan() {
-			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-			fields := strings.Fields(sc.Text())
-			const listen = "0A"
-			if len(fields) < 10 || fields[3] != listen || !inodes[fields[9]] {
-				continue
+		for _, l := range lines {
+			const listen = 0x0A
+			if l.St == listen && sockets["socket:["+strconv.FormatUint(l.Inode, 10)+"]"] {
+				addrs = append(addrs, net.JoinHostPort(l.LocalAddr.String(), strconv.FormatUint(l.LocalPort, 10)))
 			}
-			addr, err := procNetAddr(fields[1])
-			if err != nil {
-				f.Close()
-				return nil, fmt.Errorf("%s: %w", table, err)
-			}
-			addrs = append(addrs, addr)
-		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, err
 		}
 	}
 	return addrs, nil
-}
-
-// procNetAddr decodes a local_address of /proc/net/tcp{,6}: the address as
-// 32-bit words in the machine's byte order (little-endian here), a colon,
-// the port in hex.
-func procNetAddr(s string) (string, error) {
-	h, p, ok := strings.Cut(s, ":")
-	port, err := strconv.ParseUint(p, 16, 16)
-	if !ok || err != nil {
-		return "", fmt.Errorf("bad address %q", s)
-	}
-	raw, err := hex.DecodeString(h)
-	if err != nil || (len(raw) != 4 && len(raw) != 16) {
-		return "", fmt.Errorf("bad address %q", s)
-	}
-	ip := make(net.IP, len(raw))
-	for w := 0; w < len(raw); w += 4 {
-		for i := range 4 {
-			ip[w+i] = raw[w+3-i]
-		}
-	}
-	return net.JoinHostPort(ip.String(), strconv.FormatUint(port, 10)), nil
 }
 
 // TestListeningAddrs reads the port of a ":0" listener from /proc, as

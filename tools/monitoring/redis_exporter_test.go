@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/plantstore/plantstore/internal/redistest"
-	"github.com/redis/go-redis/v9"
+	"github.com/plantstore/plantstore/internal/servicetest"
 )
 
 // TestRedisExporterMetricsExistInRealScrape builds the Redis exporter the
@@ -57,10 +57,11 @@ func TestRedisExporterMetricsExistInRealScrape(t *testing.T) {
 	if err := rdb.BgRewriteAOF(t.Context()).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the AOF rewrite to end", func() bool {
-		p := redisInfo(t, rdb, "persistence")
-		return p["aof_rewrite_in_progress"] == "0" && p["aof_rewrites"] == "1"
-	})
+	if !servicetest.Eventually(20*time.Second, 50*time.Millisecond, func() bool {
+		return master.InfoInt("persistence", "aof_rewrite_in_progress") == 0 && master.InfoInt("persistence", "aof_rewrites") == 1
+	}) {
+		t.Fatal("waited 20s for the AOF rewrite to end")
+	}
 
 	families := scrape(t, exporter+"/metrics")
 	checkReferenced(t, refs, labelRefs, families)
@@ -202,31 +203,31 @@ func startRedisExporter(t *testing.T, bin, addr, password string, env bool) stri
 	})
 	client := &http.Client{Timeout: 2 * time.Second}
 	base := ""
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if base == "" {
-			if addrs, err := listeningAddrs(cmd.Process.Pid); err == nil && len(addrs) > 0 {
-				base = "http://" + addrs[0]
-			}
-		}
-		if base != "" {
-			if resp, err := client.Get(base + "/health"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return base
-				}
-			}
-		}
+	up := servicetest.Eventually(20*time.Second, 50*time.Millisecond, func() bool {
 		select {
 		case <-exited:
 			t.Fatalf("the exporter exited before answering /health:\n%s", log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 20s for the exporter's /health (listening on %q)", base)
+		if base == "" {
+			if addrs, err := listeningAddrs(cmd.Process.Pid); err == nil && len(addrs) > 0 {
+				base = "http://" + addrs[0]
+			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		if base == "" {
+			return false
+		}
+		resp, err := client.Get(base + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !up {
+		t.Fatalf("waited 20s for the exporter's /health (listening on %q)", base)
 	}
+	return base
 }
 
 // foreignHost is a TCP listener that records what the first client sends
@@ -274,34 +275,6 @@ func (f *foreignHost) received(t *testing.T) string {
 		return s
 	case <-time.After(10 * time.Second):
 		return ""
-	}
-}
-
-// redisInfo is INFO section as a map of its fields.
-func redisInfo(t *testing.T, rdb *redis.Client, section string) map[string]string {
-	t.Helper()
-	info, err := rdb.Info(t.Context(), section).Result()
-	if err != nil {
-		t.Fatalf("INFO %s: %v", section, err)
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(info, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// waitFor polls cond for up to 20 s and fails the test when it never holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 20s for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
