@@ -138,28 +138,14 @@ func run(in, out, outage, title string) error {
 	top := dc.Max.Y - head
 	if len(stats) > 0 {
 		area := draw.Canvas{Canvas: img, Rectangle: vg.Rectangle{Min: vg.Point{X: dc.Min.X, Y: top - statHeight}, Max: vg.Point{X: dc.Max.X, Y: top}}}
-		tiles := pad
-		tiles.Rows, tiles.Cols = 1, len(stats)
-		for i, p := range stats {
-			pl, err := panelPlot(p, d, shade)
-			if err != nil {
-				return fmt.Errorf("panel %q: %w", p.Title, err)
-			}
-			pl.Draw(tiles.At(area, i, 0))
+		if err := drawTiles(area, pad, stats, len(stats), d, shade); err != nil {
+			return err
 		}
 		top -= statHeight
 	}
-	if len(series) > 0 {
-		area := draw.Canvas{Canvas: img, Rectangle: vg.Rectangle{Min: dc.Min, Max: vg.Point{X: dc.Max.X, Y: top}}}
-		tiles := pad
-		tiles.Rows, tiles.Cols = rows, cols
-		for i, p := range series {
-			pl, err := panelPlot(p, d, shade)
-			if err != nil {
-				return fmt.Errorf("panel %q: %w", p.Title, err)
-			}
-			pl.Draw(tiles.At(area, i%cols, i/cols))
-		}
+	area := draw.Canvas{Canvas: img, Rectangle: vg.Rectangle{Min: dc.Min, Max: vg.Point{X: dc.Max.X, Y: top}}}
+	if err := drawTiles(area, pad, series, cols, d, shade); err != nil {
+		return err
 	}
 	f, err := os.Create(out)
 	if err != nil {
@@ -170,6 +156,19 @@ func run(in, out, outage, title string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// drawTiles draws the panels into area, cols to a row.
+func drawTiles(area draw.Canvas, tiles draw.Tiles, panels []Panel, cols int, d Dump, shade [2]float64) error {
+	tiles.Rows, tiles.Cols = (len(panels)+cols-1)/cols, cols
+	for i, p := range panels {
+		pl, err := panelPlot(p, d, shade)
+		if err != nil {
+			return fmt.Errorf("panel %q: %w", p.Title, err)
+		}
+		pl.Draw(tiles.At(area, i%cols, i/cols))
+	}
+	return nil
 }
 
 // scale converts a value of the unit to what the axis shows.
@@ -226,10 +225,13 @@ func panelPlot(p Panel, d Dump, shade [2]float64) (*plot.Plot, error) {
 			dots = append(dots, plotter.XY{X: e.Time, Y: v})
 		}
 	}
+	// Each line's points, scaled; NaN and Inf have no place on the axis.
+	lines := make([]plotter.XYs, len(p.Series))
 	maxY := 0.0
-	for _, s := range p.Series {
+	for i, s := range p.Series {
 		for _, pt := range s.Points {
 			if v := pt[1] * factor; !math.IsNaN(v) && !math.IsInf(v, 0) {
+				lines[i] = append(lines[i], plotter.XY{X: pt[0], Y: v})
 				maxY = math.Max(maxY, v)
 			}
 		}
@@ -251,15 +253,7 @@ func panelPlot(p Panel, d Dump, shade [2]float64) (*plot.Plot, error) {
 		poly.LineStyle.Color = poly.Color
 		pl.Add(poly)
 	}
-	for i, s := range p.Series {
-		var xys plotter.XYs
-		for _, pt := range s.Points {
-			v := pt[1] * factor
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				continue
-			}
-			xys = append(xys, plotter.XY{X: pt[0], Y: v})
-		}
+	for i, xys := range lines {
 		if len(xys) == 0 {
 			continue
 		}
@@ -271,7 +265,7 @@ func panelPlot(p Panel, d Dump, shade [2]float64) (*plot.Plot, error) {
 		line.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
 		line.Width = vg.Points(1.3)
 		pl.Add(line)
-		pl.Legend.Add(s.Legend, line)
+		pl.Legend.Add(p.Series[i].Legend, line)
 	}
 	if len(dots) > 0 { // added last: drawn over the lines
 		sc, err := plotter.NewScatter(dots)
