@@ -70,7 +70,12 @@ func TestReferencePage(t *testing.T) {
 	b.checkClean(t, "loading the page")
 
 	// Try it: the create's request form, opened from the operation's section.
-	create := operationByID(t, doc, "createPlant")
+	ops := operations(doc)
+	i := slices.IndexFunc(ops, func(op operation) bool { return op.OperationID == "createPlant" })
+	if i < 0 {
+		t.Fatal("the document has no operation createPlant")
+	}
+	create := ops[i]
 	b.click(t, "the sidebar's "+create.Summary, fmt.Sprintf(`[...document.querySelectorAll('a')].find(a => a.innerText.trim().startsWith(%q))`, create.Summary))
 	b.click(t, "Test Request of POST /plants", `[...document.querySelectorAll('button')].find(b => /Test Request\s*\(post \/plants\)/i.test(b.innerText))`)
 	const dialog = `document.querySelector('.scalar-client[role=dialog]')`
@@ -182,7 +187,11 @@ func (b *browser) listen(ev any) {
 			b.problems = append(b.problems, "console "+string(e.Type)+": "+strings.Join(args, " "))
 		}
 	case *runtime.EventExceptionThrown:
-		b.problems = append(b.problems, "exception: "+e.ExceptionDetails.Text+" "+exceptionText(e.ExceptionDetails))
+		text := e.ExceptionDetails.Text
+		if ex := e.ExceptionDetails.Exception; ex != nil {
+			text += " " + ex.Description
+		}
+		b.problems = append(b.problems, "exception: "+text)
 	case *cdplog.EventEntryAdded:
 		if e.Entry.Level == cdplog.EntryLevelError {
 			b.problems = append(b.problems, fmt.Sprintf("console error (%s): %s %s", e.Entry.Source, e.Entry.Text, e.Entry.URL))
@@ -197,13 +206,6 @@ func (b *browser) listen(ev any) {
 	case *network.EventLoadingFailed:
 		b.problems = append(b.problems, fmt.Sprintf("failed: %s: %s %s", b.status[e.RequestID], e.ErrorText, e.BlockedReason))
 	}
-}
-
-func exceptionText(d *runtime.ExceptionDetails) string {
-	if d.Exception != nil {
-		return d.Exception.Description
-	}
-	return ""
 }
 
 // answer is an answer the test asked for that is not a success.
@@ -316,17 +318,6 @@ func notShown(doc *openapi3.T, links []link, extra []operation) []string {
 		}
 	}
 	return missing
-}
-
-func operationByID(t *testing.T, doc *openapi3.T, id string) operation {
-	t.Helper()
-	for _, op := range operations(doc) {
-		if op.OperationID == id {
-			return op
-		}
-	}
-	t.Fatalf("the document has no operation %s", id)
-	return operation{}
 }
 
 // screenshot captures the viewport, checks it is a PNG of the window's

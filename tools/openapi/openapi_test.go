@@ -10,9 +10,10 @@ package openapi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,12 +62,7 @@ func loadDocument(data []byte) (*openapi3.T, error) {
 	if err := json.Unmarshal(b, &webhooks); err != nil {
 		return nil, fmt.Errorf("%s: %w", webhooksKey, err)
 	}
-	names := make([]string, 0, len(webhooks))
-	for name := range webhooks {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(webhooks)) {
 		if doc.Paths.Value(webhookPath(name)) != nil {
 			return nil, fmt.Errorf("the path %s exists already", webhookPath(name))
 		}

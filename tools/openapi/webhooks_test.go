@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -185,15 +186,8 @@ func (d delivery) clone() delivery {
 
 func (d delivery) String() string {
 	var b strings.Builder
-	keys := make([]string, 0, len(d.header))
-	for k := range d.header {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(d.header[k], ", "))
-	}
-	b.WriteString("\n")
+	_ = d.header.Write(&b) // sorted by name
+	b.WriteString("\r\n")
 	b.Write(d.body)
 	return b.String()
 }
@@ -225,26 +219,20 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 // wait returns the deliveries once there are n, and fails after 15 s.
 func (h *hookReceiver) wait(t *testing.T, n int, svc service) []delivery {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	got := func() []delivery {
 		h.mu.Lock()
-		got := append([]delivery(nil), h.deliveries...)
-		h.mu.Unlock()
-		if len(got) >= n {
-			time.Sleep(200 * time.Millisecond) // a delivery too many would show
-			h.mu.Lock()
-			got = append([]delivery(nil), h.deliveries...)
-			h.mu.Unlock()
-			if len(got) != n {
-				t.Fatalf("%d deliveries, want %d", len(got), n)
-			}
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d webhooks delivered within 15s; plantstore's log:\n%s", len(got), n, svc.Logs)
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer h.mu.Unlock()
+		return slices.Clone(h.deliveries)
 	}
+	if !servicetest.Eventually(15*time.Second, 20*time.Millisecond, func() bool { return len(got()) >= n }) {
+		t.Fatalf("%d of %d webhooks delivered within 15s; plantstore's log:\n%s", len(got()), n, svc.Logs)
+	}
+	time.Sleep(200 * time.Millisecond) // a delivery too many would show
+	all := got()
+	if len(all) != n {
+		t.Fatalf("%d deliveries, want %d", len(all), n)
+	}
+	return all
 }
 
 func writeFile(t *testing.T, path, content string) {
