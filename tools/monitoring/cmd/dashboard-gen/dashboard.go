@@ -76,37 +76,22 @@ func Build() (dashboard.Dashboard, error) {
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").
 			Label("Data source").
 			Type("prometheus")).
-		WithVariable(dashboard.NewQueryVariableBuilder("job").
-			Label("Job").
-			Datasource(promDatasource()).
-			Query(stringOrMap("label_values(plantstore_build_info, job)")).
-			Definition("label_values(plantstore_build_info, job)").
+		WithVariable(queryVariable("job", "Job", "label_values(plantstore_build_info, job)").
 			Current(dashboard.VariableOption{Selected: ptr(true), Text: oneString("plantstore"), Value: oneString("plantstore")}).
 			Refresh(dashboard.VariableRefreshOnDashboardLoad).
-			Sort(dashboard.VariableSortAlphabeticalAsc).
 			Multi(false).
 			IncludeAll(false)).
-		WithVariable(dashboard.NewQueryVariableBuilder("instance").
-			Label("Instance").
-			Datasource(promDatasource()).
-			Query(stringOrMap(`label_values(plantstore_build_info{job=~"$job"}, instance)`)).
-			Definition(`label_values(plantstore_build_info{job=~"$job"}, instance)`).
+		WithVariable(queryVariable("instance", "Instance", `label_values(plantstore_build_info{job=~"$job"}, instance)`).
 			Current(dashboard.VariableOption{Selected: ptr(true), Text: manyStrings("All"), Value: manyStrings("$__all")}).
 			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
-			Sort(dashboard.VariableSortAlphabeticalAsc).
 			Multi(true).
 			IncludeAll(true).
 			AllValue(".+")).
-		WithVariable(dashboard.NewTextBoxVariableBuilder(jaegerURLVar).
-			Label("Jaeger UI").
-			Description("The Jaeger UI as the browser reaches it, for the request latency panel's data link and the Traces in Jaeger link (docs/monitoring.md).").
-			DefaultValue(stringOrMap(jaegerURLDefault)).
-			Current(dashboard.VariableOption{Text: oneString(jaegerURLDefault), Value: oneString(jaegerURLDefault)})).
-		WithVariable(dashboard.NewTextBoxVariableBuilder(traceServiceVar).
-			Label("Traced service").
-			Description("The service.name plantstore's spans carry: the chart's otel.serviceName.").
-			DefaultValue(stringOrMap("plantstore")).
-			Current(dashboard.VariableOption{Text: oneString("plantstore"), Value: oneString("plantstore")}))
+		WithVariable(textBoxVariable(jaegerURLVar, "Jaeger UI",
+			"The Jaeger UI as the browser reaches it, for the request latency panel's data link and the Traces in Jaeger link (docs/monitoring.md).",
+			jaegerURLDefault)).
+		WithVariable(textBoxVariable(traceServiceVar, "Traced service",
+			"The service.name plantstore's spans carry: the chart's otel.serviceName.", "plantstore"))
 
 	overview(b)
 	traffic(b)
@@ -412,6 +397,25 @@ func build(b *dashboard.DashboardBuilder) {
 func jaegerSearchURL(more string) string {
 	return "${" + jaegerURLVar + ":raw}/search?service=${" + traceServiceVar + ":percentencode}" +
 		"&start=${__from}000&end=${__to}000&lookback=custom&limit=20" + more
+}
+
+// queryVariable is a variable of the label values query, sorted.
+func queryVariable(name, label, query string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).
+		Label(label).
+		Datasource(promDatasource()).
+		Query(stringOrMap(query)).
+		Definition(query).
+		Sort(dashboard.VariableSortAlphabeticalAsc)
+}
+
+// textBoxVariable is a variable the user types, value by default.
+func textBoxVariable(name, label, description, value string) *dashboard.TextBoxVariableBuilder {
+	return dashboard.NewTextBoxVariableBuilder(name).
+		Label(label).
+		Description(description).
+		DefaultValue(stringOrMap(value)).
+		Current(dashboard.VariableOption{Text: oneString(value), Value: oneString(value)})
 }
 
 func row(id uint32, title string) *dashboard.RowBuilder {

@@ -131,9 +131,7 @@ func (c *checker) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.panels(ctx, d, values); err != nil {
-		return err
-	}
+	c.panels(ctx, d, values)
 	if err := c.rules(ctx, rules); err != nil {
 		return err
 	}
@@ -185,7 +183,7 @@ func allRegex(values model.LabelValues) string {
 }
 
 // panels runs every target of every panel over the time range.
-func (c *checker) panels(ctx context.Context, d monitoring.Dashboard, values map[string]string) error {
+func (c *checker) panels(ctx context.Context, d monitoring.Dashboard, values map[string]string) {
 	exprs := d.Expressions()
 	var empty []string
 	for _, e := range exprs {
@@ -218,7 +216,6 @@ func (c *checker) panels(ctx context.Context, d monitoring.Dashboard, values map
 			detail("%s", e)
 		}
 	}
-	return nil
 }
 
 // rules compares the loaded rules with the file, and evaluates them.
