@@ -45,8 +45,6 @@ type Expression struct {
 	Text string
 }
 
-func (e Expression) String() string { return fmt.Sprintf("%s: %s", e.Where, e.Text) }
-
 // Rules is what the rules file holds that the checks need.
 type Rules struct {
 	Expressions []Expression

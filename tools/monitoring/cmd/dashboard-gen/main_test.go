@@ -18,22 +18,14 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/plantstore/plantstore/internal/docgen"
 	"github.com/plantstore/plantstore/tools/monitoring"
 )
-
-func committedPath(t *testing.T) string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("..", "..", "..", "..", "charts", "plantstore", "files", "grafana-dashboard.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // The chart's file is what the code generates (make lint checks the same).
 func TestCommittedDashboardIsGenerated(t *testing.T) {
 	var out bytes.Buffer
-	if err := checkFile(&out, committedPath(t)); err != nil {
+	if err := checkFile(&out, filepath.Join(docgen.Root(t), "charts", "plantstore", "files", "grafana-dashboard.json")); err != nil {
 		t.Log(out.String())
 		t.Fatal(err)
 	}
@@ -303,7 +295,7 @@ func TestDocsListTheRows(t *testing.T) {
 			rows = append(rows, *p.RowPanel.Title)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "docs", "monitoring.md"))
+	data, err := os.ReadFile(filepath.Join(docgen.Root(t), "docs", "monitoring.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
