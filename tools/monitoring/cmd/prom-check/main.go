@@ -238,7 +238,7 @@ func (c *checker) rules(ctx context.Context, file monitoring.Rules) error {
 		}
 	}
 	var missing, unhealthy []string
-	for _, name := range append(append([]string{}, file.Recorded...), file.Alerts...) {
+	for _, name := range slices.Concat(file.Recorded, file.Alerts) {
 		r, ok := loaded[name]
 		switch {
 		case !ok:
