@@ -23,6 +23,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,7 +35,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -441,7 +441,7 @@ func (c *checker) dumpPanels(ctx context.Context, d monitoring.Dashboard, values
 				dp.Exemplars = append(dp.Exemplars, c.dumpExemplars(es)...)
 			}
 		}
-		sort.Slice(dp.Series, func(i, j int) bool { return dp.Series[i].Legend < dp.Series[j].Legend })
+		slices.SortFunc(dp.Series, func(a, b DumpSeries) int { return strings.Compare(a.Legend, b.Legend) })
 		dp.Exemplars = uniqueExemplars(dp.Exemplars)
 		out.Panels = append(out.Panels, dp)
 	}
@@ -481,11 +481,8 @@ func (c *checker) dumpExemplars(es []v1.ExemplarQueryResult) []DumpExemplar {
 // uniqueExemplars sorts the exemplars by time and keeps the first of each
 // trace: one trace shows up once per series and per target that saw it.
 func uniqueExemplars(es []DumpExemplar) []DumpExemplar {
-	sort.SliceStable(es, func(i, j int) bool {
-		if es[i].Time != es[j].Time {
-			return es[i].Time < es[j].Time
-		}
-		return es[i].TraceID < es[j].TraceID
+	slices.SortStableFunc(es, func(a, b DumpExemplar) int {
+		return cmp.Or(cmp.Compare(a.Time, b.Time), strings.Compare(a.TraceID, b.TraceID))
 	})
 	seen := map[string]bool{}
 	out := es[:0]
