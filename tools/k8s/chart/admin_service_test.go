@@ -70,22 +70,24 @@ func TestAdminPortOnlyOnTheAdminService(t *testing.T) {
 func TestServiceMonitorSelectsTheAdminService(t *testing.T) {
 	r := mustRender(t, nil, map[string]any{"serviceMonitor": map[string]any{"enabled": true}})
 	sm := r.get(t, "ServiceMonitor", "plantstore")
-	want, _ := dig(sm.Obj, "spec", "selector", "matchLabels").(map[string]any)
-	var selected []string
-	for _, svc := range r.find("Service") {
-		labels, _ := dig(svc.Obj, "metadata", "labels").(map[string]any)
-		if matches(want, labels) {
-			selected = append(selected, svc.Name())
-		}
-	}
-	if len(selected) != 1 || selected[0] != "plantstore-admin" {
-		t.Fatalf("the ServiceMonitor's selector %v matches Services %v; want only plantstore-admin", want, selected)
+	if !wantEqual(t, "the Services the ServiceMonitor selects", monitored(r, sm.Obj), []string{"plantstore-admin"}) {
+		t.FailNow()
 	}
 	for _, ep := range list(sm.Obj, "spec", "endpoints") {
-		if got := str(ep.(map[string]any), "port"); got != "metrics" {
-			t.Errorf("endpoint port %q, want metrics", got)
+		wantEqual(t, "endpoint port", str(ep.(map[string]any), "port"), "metrics")
+	}
+}
+
+// monitored are the names of the Services a ServiceMonitor's selector matches.
+func monitored(r rendered, sm map[string]any) []string {
+	sel, _ := dig(sm, "spec", "selector", "matchLabels").(map[string]any)
+	var out []string
+	for _, svc := range r.find("Service") {
+		if labels, _ := dig(svc.Obj, "metadata", "labels").(map[string]any); matches(sel, labels) {
+			out = append(out, svc.Name())
 		}
 	}
+	return out
 }
 
 // containerPort is the number of a workload's first container's named port.

@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,15 +21,6 @@ var everyObjectValues = map[string]any{
 	"redis":       map[string]any{"metrics": map[string]any{"enabled": true}},
 	"auth":        map[string]any{"tokens": []any{"sha256:" + strings.Repeat("ab", 32) + " name=ci"}},
 	"webhooks":    map[string]any{"subscribers": []any{"https://hooks.example.com/plants whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}},
-}
-
-func fromYAML(t testing.TB, s string) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // commonLabels land on every object the chart renders, hooks and the test
@@ -143,17 +135,6 @@ func walkSelectors(v any, path string, f func(string, any)) {
 	}
 }
 
-// The schema refuses commonLabels that would replace the chart's own
-// labels, which selectors match on.
-func TestCommonLabelsCannotReplaceTheChartsLabels(t *testing.T) {
-	for _, k := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/component", "helm.sh/chart"} {
-		_, err := renderTemplate(t, nil, map[string]any{"commonLabels": map[string]any{k: "x"}})
-		if err == nil || !strings.Contains(err.Error(), "commonLabels") {
-			t.Errorf("commonLabels %s: err = %v, want the schema's refusal", k, err)
-		}
-	}
-}
-
 // images returns the image of every container and init container of every
 // pod the render holds.
 func images(r rendered) map[string]string {
@@ -228,9 +209,7 @@ func TestGlobalImageRegistryTakesEveryImage(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			imgs := images(mustRender(t, nil, c.values))
 			for where, want := range c.want {
-				if imgs[where] != want {
-					t.Errorf("%s: image %q, want %q", where, imgs[where], want)
-				}
+				wantEqual(t, where+": image", imgs[where], want)
 			}
 		})
 	}
@@ -249,13 +228,7 @@ func TestImagePullSecretsOnEveryPod(t *testing.T) {
 			continue
 		}
 		pods++
-		var names []string
-		for _, s := range list(spec, "imagePullSecrets") {
-			names = append(names, str(s.(map[string]any), "name"))
-		}
-		if want := []string{"mirror-pull", "ghcr-pull"}; !reflect.DeepEqual(names, want) {
-			t.Errorf("%s: imagePullSecrets %v, want %v", o, names, want)
-		}
+		wantEqual(t, o.String()+": imagePullSecrets", fieldOf(list(spec, "imagePullSecrets"), "name"), []string{"mirror-pull", "ghcr-pull"})
 	}
 	if pods < 5 {
 		t.Errorf("%d pods checked, want the API, Redis, the two Jobs and the test pod", pods)
@@ -272,83 +245,43 @@ func TestEscapeHatchesLandWhereTheyShould(t *testing.T) {
 	})
 	api := r.get(t, "Deployment", "plantstore")
 	spec := podSpec(api)
-	names := func(key string) []string {
-		var out []string
-		for _, c := range list(spec, key) {
-			out = append(out, str(c.(map[string]any), "name"))
-		}
-		return out
-	}
-	if got, want := names("initContainers"), []string{"check-config", "log-shipper"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("initContainers %v, want %v", got, want)
-	}
-	if got, want := names("containers"), []string{"plantstore", "proxy"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("containers %v, want %v (the service, then sidecars)", got, want)
-	}
+	wantEqual(t, "initContainers", fieldOf(list(spec, "initContainers"), "name"), []string{"check-config", "log-shipper"})
+	wantEqual(t, "containers (the service, then sidecars)", fieldOf(list(spec, "containers"), "name"), []string{"plantstore", "proxy"})
 	main := list(spec, "containers")[0].(map[string]any)
 	// The init container's image is a template of the value set: rendered.
-	if got, want := str(list(spec, "initContainers")[0].(map[string]any), "image"), str(main, "image"); got != want {
-		t.Errorf("templated init container image %q, want the service's %q", got, want)
-	}
-	var volumes []string
-	for _, v := range list(spec, "volumes") {
-		volumes = append(volumes, str(v.(map[string]any), "name"))
-	}
-	if !contains(volumes, "scratch") || !contains(volumes, "tokens") {
+	wantEqual(t, "templated init container image (the service's)", str(list(spec, "initContainers")[0].(map[string]any), "image"), str(main, "image"))
+	if volumes := fieldOf(list(spec, "volumes"), "name"); !slices.Contains(volumes, "scratch") || !slices.Contains(volumes, "tokens") {
 		t.Errorf("volumes %v, want the chart's and extraVolumes' scratch", volumes)
 	}
-	var mounts []string
-	for _, m := range list(main, "volumeMounts") {
-		mounts = append(mounts, str(m.(map[string]any), "mountPath"))
-	}
-	if !contains(mounts, "/var/scratch") || !contains(mounts, "/etc/plantstore/tokens") {
+	if mounts := fieldOf(list(main, "volumeMounts"), "mountPath"); !slices.Contains(mounts, "/var/scratch") || !slices.Contains(mounts, "/etc/plantstore/tokens") {
 		t.Errorf("the service's mounts %v, want the chart's and extraVolumeMounts' /var/scratch", mounts)
 	}
-	wantEnvFrom := []any{
+	wantEqual(t, "envFrom", list(main, "envFrom"), []any{
 		map[string]any{"configMapRef": map[string]any{"name": "plantstore-extra-env"}},
 		map[string]any{"secretRef": map[string]any{"name": "plantstore-extra-secret-env"}, "prefix": "EXTRA_"},
-	}
-	if got := list(main, "envFrom"); !reflect.DeepEqual(got, wantEnvFrom) {
-		t.Errorf("envFrom %v, want %v", got, wantEnvFrom)
-	}
+	})
 	env := list(main, "env")
-	if last := env[len(env)-1].(map[string]any); str(last, "name") != "EXTRA_ONE" {
-		t.Errorf("extraEnv not last in env: %v", last)
-	}
-	if args := list(main, "args"); !reflect.DeepEqual(args, []any{"--log-level=debug"}) {
-		t.Errorf("extraArgs: args %v", args)
-	}
-	if got, want := dig(api.Obj, "spec", "strategy"), values["updateStrategy"]; !reflect.DeepEqual(got, want) {
-		t.Errorf("strategy %v, want updateStrategy %v", got, want)
-	}
+	wantEqual(t, "extraEnv last in env", str(env[len(env)-1].(map[string]any), "name"), "EXTRA_ONE")
+	wantEqual(t, "extraArgs: args", list(main, "args"), []any{"--log-level=debug"})
+	wantEqual(t, "strategy (updateStrategy)", dig(api.Obj, "spec", "strategy"), values["updateStrategy"])
 	wantSpread := deepCopy(t, map[string]any{"l": values["topologySpreadConstraints"]})["l"].([]any)
 	dig(wantSpread[0].(map[string]any), "labelSelector", "matchLabels").(map[string]any)["app.kubernetes.io/instance"] = releaseName
-	if got := list(spec, "topologySpreadConstraints"); !reflect.DeepEqual(got, wantSpread) {
-		t.Errorf("topologySpreadConstraints %v, want the value's alone %v", got, wantSpread)
-	}
+	wantEqual(t, "topologySpreadConstraints (the value's alone)", list(spec, "topologySpreadConstraints"), wantSpread)
 
 	job := r.get(t, "Job", "plantstore-migrate")
 	jobSpec := podSpec(job)
 	mig := values["migration"].(map[string]any)
 	for k, v := range mig["podAnnotations"].(map[string]any) {
-		if got := dig(job.Obj, "spec", "template", "metadata", "annotations", k); got != v {
-			t.Errorf("migration pod annotation %s=%v, want %v", k, got, v)
-		}
+		wantEqual(t, "migration pod annotation "+k, dig(job.Obj, "spec", "template", "metadata", "annotations", k), v)
 	}
 	for k, v := range mig["podLabels"].(map[string]any) {
-		if got := dig(job.Obj, "spec", "template", "metadata", "labels", k); got != v {
-			t.Errorf("migration pod label %s=%v, want %v", k, got, v)
-		}
+		wantEqual(t, "migration pod label "+k, dig(job.Obj, "spec", "template", "metadata", "labels", k), v)
 	}
 	for _, k := range []string{"nodeSelector", "tolerations", "affinity"} {
-		if got := jobSpec[k]; !reflect.DeepEqual(got, mig[k]) {
-			t.Errorf("migration pod %s %v, want migration.%s %v", k, got, k, mig[k])
-		}
+		wantEqual(t, "migration pod "+k+" (migration."+k+")", jobSpec[k], mig[k])
 	}
 	// The Job's selector-like labels stay the chart's: its NetworkPolicy still selects it.
-	if got := str(job.Obj, "spec", "template", "metadata", "labels", "app.kubernetes.io/component"); got != "migrate" {
-		t.Errorf("migration pod component %q", got)
-	}
+	wantEqual(t, "migration pod component", str(job.Obj, "spec", "template", "metadata", "labels", "app.kubernetes.io/component"), "migrate")
 }
 
 // Without migration.nodeSelector and migration.tolerations the Job's pod
@@ -373,37 +306,15 @@ func TestMigrationJobFallsBackToTheAPIPodsPlacement(t *testing.T) {
 // Recreate drops the default's rollingUpdate (the API server refuses both).
 func TestDefaultStrategyAndSpreadUnchanged(t *testing.T) {
 	api := mustRender(t, nil).get(t, "Deployment", "plantstore")
-	want := fromYAML(t, "type: RollingUpdate\nrollingUpdate: {maxUnavailable: 0, maxSurge: 1}\n")
-	if got := dig(api.Obj, "spec", "strategy"); !reflect.DeepEqual(got, want) {
-		t.Errorf("default strategy %v, want %v", got, want)
-	}
+	wantEqual(t, "default strategy", dig(api.Obj, "spec", "strategy"), fromYAML(t, "type: RollingUpdate\nrollingUpdate: {maxUnavailable: 0, maxSurge: 1}\n"))
 	spread := list(podSpec(api), "topologySpreadConstraints")
-	var keys []string
-	for _, c := range spread {
-		keys = append(keys, str(c.(map[string]any), "topologyKey"))
-		if got := str(c.(map[string]any), "whenUnsatisfiable"); got != "ScheduleAnyway" {
-			t.Errorf("derived constraint whenUnsatisfiable %q", got)
-		}
-	}
-	if want := []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"}; !reflect.DeepEqual(keys, want) {
-		t.Errorf("default spread over %v, want %v", keys, want)
-	}
+	wantEqual(t, "default spread", fieldOf(spread, "topologyKey"), []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"})
+	wantEqual(t, "derived constraints' whenUnsatisfiable", fieldOf(spread, "whenUnsatisfiable"), []string{"ScheduleAnyway", "ScheduleAnyway"})
 
 	api = mustRender(t, nil, map[string]any{"updateStrategy": map[string]any{"type": "Recreate"}}).get(t, "Deployment", "plantstore")
-	if got, want := dig(api.Obj, "spec", "strategy"), map[string]any{"type": "Recreate"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("Recreate strategy %v, want %v", got, want)
-	}
+	wantEqual(t, "Recreate strategy", dig(api.Obj, "spec", "strategy"), map[string]any{"type": "Recreate"})
 	api = mustRender(t, nil, map[string]any{"topologySpread": map[string]any{"enabled": false}}).get(t, "Deployment", "plantstore")
 	if got := podSpec(api)["topologySpreadConstraints"]; got != nil {
 		t.Errorf("topologySpread.enabled=false: constraints %v", got)
 	}
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

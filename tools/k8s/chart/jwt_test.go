@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"os/exec"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,25 +23,11 @@ func api(t testing.TB, r rendered) map[string]any {
 	return c
 }
 
-// volumeNamed returns a pod spec's volume (or a container's mount) of that
-// name, nil without it.
-func volumeNamed(items []any, name string) map[string]any {
-	for _, v := range items {
-		if v := v.(map[string]any); v["name"] == name {
-			return v
-		}
-	}
-	return nil
-}
-
 // Without an issuer nothing of JWT is rendered: no ConfigMap, volume, mount,
 // variable or annotation, in every value set that sets none.
 func TestJWTDefaultsRenderNothing(t *testing.T) {
 	for _, set := range append([]string{""}, valueSets(t)...) {
-		var files []string
-		if set != "" {
-			files = []string{set}
-		}
+		files := filesOf(set)
 		if v := userValues(t, files); dig(v, "auth", "jwt", "kubernetes", "enabled") == true || len(list(v, "auth", "jwt", "issuers")) > 0 {
 			continue
 		}
@@ -67,19 +52,13 @@ func TestJWTKubernetesIssuer(t *testing.T) {
 		" discovery-token-file=/var/run/secrets/plantstore/kubernetes/token" +
 		" jwks-url=https://kubernetes.default.svc.cluster.local/openid/v1/jwks\n"
 	issuers := issuersFile(t, r)
-	if issuers != want {
-		t.Errorf("issuers file:\n%s\nwant:\n%s", issuers, want)
-	}
+	wantEqual(t, "issuers file", issuers, want)
 
 	deploy := r.get(t, "Deployment", "plantstore")
 	sum := sha256.Sum256([]byte(issuers))
-	if got := str(deploy.Obj, "spec", "template", "metadata", "annotations", "checksum/jwt-issuers"); got != hex.EncodeToString(sum[:]) {
-		t.Errorf("checksum/jwt-issuers %q, want the sha256 of the ConfigMap's file", got)
-	}
+	wantEqual(t, "checksum/jwt-issuers (the sha256 of the ConfigMap's file)", str(deploy.Obj, "spec", "template", "metadata", "annotations", "checksum/jwt-issuers"), hex.EncodeToString(sum[:]))
 	spec := podSpec(deploy)
-	if spec["automountServiceAccountToken"] != false {
-		t.Errorf("automountServiceAccountToken %v, want false", spec["automountServiceAccountToken"])
-	}
+	wantEqual(t, "automountServiceAccountToken", spec["automountServiceAccountToken"], false)
 	c := api(t, r)
 	env := envOf(c)
 	for k, v := range map[string]string{
@@ -90,13 +69,11 @@ func TestJWTKubernetesIssuer(t *testing.T) {
 		"PLANTSTORE_AUTH_JWT_TIMEOUT":              "5s",
 		"PLANTSTORE_AUTH_JWT_CACHE_SIZE":           "10000",
 	} {
-		if env[k] != v {
-			t.Errorf("%s=%q, want %q", k, env[k], v)
-		}
+		wantEqual(t, k, env[k], v)
 	}
 	mounts := list(c, "volumeMounts")
 	for name, path := range map[string]string{"jwt": "/etc/plantstore/jwt", "jwt-kubernetes": "/var/run/secrets/plantstore/kubernetes"} {
-		m := volumeNamed(mounts, name)
+		m := byName(mounts, name)
 		if m == nil || m["mountPath"] != path || m["readOnly"] != true || m["subPath"] != nil {
 			t.Errorf("mount %s: %v, want %s read-only", name, m, path)
 		}
@@ -114,9 +91,7 @@ projected:
           - key: ca.crt
             path: ca.crt
 `)
-	if got := volumeNamed(list(spec, "volumes"), "jwt-kubernetes"); !reflect.DeepEqual(got, wantKube) {
-		t.Errorf("jwt-kubernetes volume %v\nwant %v (no audience: the API server's own)", got, wantKube)
-	}
+	wantEqual(t, "jwt-kubernetes volume (no audience: the API server's own)", byName(list(spec, "volumes"), "jwt-kubernetes"), wantKube)
 	wantIssuers := fromYAML(t, `
 name: jwt
 projected:
@@ -127,9 +102,7 @@ projected:
           - key: issuers
             path: issuers
 `)
-	if got := volumeNamed(list(spec, "volumes"), "jwt"); !reflect.DeepEqual(got, wantIssuers) {
-		t.Errorf("jwt volume %v\nwant %v", got, wantIssuers)
-	}
+	wantEqual(t, "jwt volume", byName(list(spec, "volumes"), "jwt"), wantIssuers)
 
 	// Another audience, a key set URL of its own and other timings: the file
 	// and its checksum follow, and so do the variables.
@@ -146,9 +119,8 @@ projected:
 		t.Error("the checksum did not change with the issuers file")
 	}
 	env2 := envOf(api(t, r2))
-	if env2["PLANTSTORE_AUTH_JWT_LEEWAY"] != "1m" || env2["PLANTSTORE_AUTH_JWT_REFRESH_INTERVAL"] != "1h" || env2["PLANTSTORE_AUTH_JWT_REFRESH_MIN_INTERVAL"] != "30s" ||
-		env2["PLANTSTORE_AUTH_JWT_TIMEOUT"] != "2s" || env2["PLANTSTORE_AUTH_JWT_CACHE_SIZE"] != "50" {
-		t.Errorf("variables %v", env2)
+	for k, v := range map[string]string{"LEEWAY": "1m", "REFRESH_INTERVAL": "1h", "REFRESH_MIN_INTERVAL": "30s", "TIMEOUT": "2s", "CACHE_SIZE": "50"} {
+		wantEqual(t, "PLANTSTORE_AUTH_JWT_"+k, env2["PLANTSTORE_AUTH_JWT_"+k], v)
 	}
 	// The default issuer's key set is its own, with a trailing slash or not.
 	r3 := mustRender(t, nil, map[string]any{"auth": map[string]any{"jwt": map[string]any{"kubernetes": map[string]any{"enabled": true, "issuer": "https://oidc.example.com/cluster/"}}}})
@@ -181,9 +153,7 @@ auth:
 		"https://accounts.example.com audience=plantstore\n" +
 		"https://dex.example.com/dex audience=shop ca-file=/etc/plantstore/jwt/ca-1.crt jwks-url=https://dex.example.com/dex/keys\n" +
 		"https://idp.internal audience=plantstore ca-file=/etc/plantstore/jwt/ca-2.crt\n"
-	if got := issuersFile(t, r); got != want {
-		t.Errorf("issuers file:\n%s\nwant:\n%s", got, want)
-	}
+	wantEqual(t, "issuers file", issuersFile(t, r), want)
 	spec := podSpec(r.get(t, "Deployment", "plantstore"))
 	wantVolume := fromYAML(t, `
 name: jwt
@@ -205,15 +175,11 @@ projected:
           - key: ca.crt
             path: ca-2.crt
 `)
-	if got := volumeNamed(list(spec, "volumes"), "jwt"); !reflect.DeepEqual(got, wantVolume) {
-		t.Errorf("jwt volume %v\nwant %v", got, wantVolume)
-	}
-	if volumeNamed(list(spec, "volumes"), "jwt-kubernetes") != nil || strings.Contains(r.Manifest, "serviceAccountToken") {
+	wantEqual(t, "jwt volume", byName(list(spec, "volumes"), "jwt"), wantVolume)
+	if byName(list(spec, "volumes"), "jwt-kubernetes") != nil || strings.Contains(r.Manifest, "serviceAccountToken") {
 		t.Error("a service-account token is projected without auth.jwt.kubernetes")
 	}
-	if envOf(api(t, r))["PLANTSTORE_AUTH_JWT_ISSUERS_FILE"] != "/etc/plantstore/jwt/issuers" {
-		t.Error("no PLANTSTORE_AUTH_JWT_ISSUERS_FILE")
-	}
+	wantEqual(t, "PLANTSTORE_AUTH_JWT_ISSUERS_FILE", envOf(api(t, r))["PLANTSTORE_AUTH_JWT_ISSUERS_FILE"], "/etc/plantstore/jwt/issuers")
 }
 
 // identitiesValues are two identities of the cluster's issuer and one of
@@ -261,14 +227,10 @@ func TestJWTIdentitiesInTheRenderedSecret(t *testing.T) {
 		"sha256:" + strings.Repeat("ab", 32) + " name=ci\n" +
 		"# JWT callers mapped to clients, from the chart's auth.identities value.\n" +
 		strings.Join(identityLines, "\n") + "\n"
-	if string(b) != want {
-		t.Errorf("tokens file:\n%s\nwant:\n%s", b, want)
-	}
+	wantEqual(t, "tokens file", string(b), want)
 	sum := sha256.Sum256(b)
-	if got := str(r.get(t, "Deployment", "plantstore").Obj, "spec", "template", "metadata", "annotations", "checksum/tokens"); got != hex.EncodeToString(sum[:]) {
-		t.Errorf("checksum/tokens %q, want the sha256 of the Secret's file", got)
-	}
-	if job := findObject(r, "Job", "plantstore-secrets"); job != nil && strings.Contains(job.Text, "--identity") {
+	wantEqual(t, "checksum/tokens (the sha256 of the Secret's file)", str(r.get(t, "Deployment", "plantstore").Obj, "spec", "template", "metadata", "annotations", "checksum/tokens"), hex.EncodeToString(sum[:]))
+	if job := r.lookup("Job", "plantstore-secrets"); job != nil && strings.Contains(job.Text, "--identity") {
 		t.Error("the secrets Job got the identities although the chart renders the tokens file")
 	}
 }
@@ -278,7 +240,7 @@ func TestJWTIdentitiesInTheRenderedSecret(t *testing.T) {
 // no tokens Secret, which would replace the token.
 func TestJWTIdentitiesBesideTheGeneratedToken(t *testing.T) {
 	r := mustRender(t, nil, fromYAML(t, identitiesValues))
-	if o := findObject(r, "Secret", "plantstore-tokens"); o != nil {
+	if r.lookup("Secret", "plantstore-tokens") != nil {
 		t.Fatal("the chart renders the tokens Secret: the generated token would be replaced")
 	}
 	job := r.get(t, "Job", "plantstore-secrets")
@@ -288,9 +250,7 @@ func TestJWTIdentitiesBesideTheGeneratedToken(t *testing.T) {
 			got = append(got, strings.TrimPrefix(s, "--identity="))
 		}
 	}
-	if !reflect.DeepEqual(got, identityLines) {
-		t.Errorf("--identity lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(identityLines, "\n"))
-	}
+	wantEqual(t, "--identity lines", got, identityLines)
 }
 
 // What the service would refuse, or what would silently match no token, fails
@@ -326,10 +286,7 @@ func TestJWTRefused(t *testing.T) {
 			"Additional property expires is not allowed"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := renderTemplate(t, nil, fromYAML(t, c.values))
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Errorf("render error %v\nwant one containing %q", err, c.want)
-			}
+			mustFail(t, []string{c.want}, nil, fromYAML(t, c.values))
 		})
 	}
 }
@@ -359,9 +316,7 @@ ports:
   - {port: 6443, protocol: TCP}
   - {port: 8443, protocol: TCP}
 `)
-	if got := rule(mustRender(t, nil, np, jwtKubernetes)); !reflect.DeepEqual(got, want) {
-		t.Errorf("egress rule %v\nwant %v", got, want)
-	}
+	wantEqual(t, "egress rule", rule(mustRender(t, nil, np, jwtKubernetes)), want)
 	want = fromYAML(t, `
 ports:
   - {port: 6443, protocol: TCP}
@@ -369,9 +324,7 @@ to:
   - ipBlock: {cidr: 172.18.0.2/32}
 `)
 	cidrs := fromYAML(t, "networkPolicy:\n  egress:\n    kubeAPIServer:\n      ports: [6443]\n      cidrs: [172.18.0.2/32]\n")
-	if got := rule(mustRender(t, nil, np, jwtKubernetes, cidrs)); !reflect.DeepEqual(got, want) {
-		t.Errorf("egress rule with cidrs %v\nwant %v", got, want)
-	}
+	wantEqual(t, "egress rule with cidrs", rule(mustRender(t, nil, np, jwtKubernetes, cidrs)), want)
 }
 
 // helm test picks the first raw token with plants:write from the tokens
@@ -397,9 +350,7 @@ func TestTokenPicksSkipIdentityLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(out)); got != "raw-token" {
-		t.Errorf("the test's token %q, want raw-token", got)
-	}
+	wantEqual(t, "the test's token", strings.TrimSpace(string(out)), "raw-token")
 
 	// The install notes' command likewise.
 	notes := mustRender(t, nil, fromYAML(t, identitiesValues)).Notes
@@ -412,12 +363,8 @@ func TestTokenPicksSkipIdentityLines(t *testing.T) {
 	if out, err = cmd.Output(); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(out)); got != "raw-token" {
-		t.Errorf("the notes' token %q, want raw-token", got)
-	}
-	if !strings.Contains(notes, "JWT callers: 3 identities from auth.identities") || !strings.Contains(notes, "projected service-account token of audience plantstore") {
-		t.Errorf("the notes do not tell of the JWT callers:\n%s", notes)
-	}
+	wantEqual(t, "the notes' token", strings.TrimSpace(string(out)), "raw-token")
+	wantContains(t, "the notes", notes, "JWT callers: 3 identities from auth.identities", "projected service-account token of audience plantstore")
 }
 
 // issuersFile is the issuers file of the ConfigMap, with the last line break
@@ -425,14 +372,4 @@ func TestTokenPicksSkipIdentityLines(t *testing.T) {
 func issuersFile(t testing.TB, r rendered) string {
 	t.Helper()
 	return strings.TrimSuffix(str(r.get(t, "ConfigMap", "plantstore-jwt-issuers").Obj, "data", "issuers"), "\n") + "\n"
-}
-
-// findObject is rendered.get without failing.
-func findObject(r rendered, kind, name string) *object {
-	for _, o := range r.Objects {
-		if o.Kind() == kind && o.Name() == name {
-			return &o
-		}
-	}
-	return nil
 }

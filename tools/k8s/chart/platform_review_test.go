@@ -8,8 +8,9 @@ package chart
 
 import (
 	"fmt"
-	"os"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,22 +33,6 @@ func valueAt(path string, v any) map[string]any {
 	return out
 }
 
-// mustFail renders and returns the error, failing the test when the render
-// succeeds or its error lacks one of the wanted phrases.
-func mustFail(t testing.TB, want []string, files []string, maps ...map[string]any) string {
-	t.Helper()
-	_, err := renderTemplate(t, files, maps...)
-	if err == nil {
-		t.Fatalf("rendered; want an error saying %q", want)
-	}
-	for _, w := range want {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("the error does not say %q:\n%v", w, err)
-		}
-	}
-	return err.Error()
-}
-
 // resourcesValues are every resources value of the chart, with the workload
 // and container (or init container) its value lands on, and the values that
 // render that container.
@@ -64,18 +49,6 @@ var resourcesValues = []struct {
 	{"secretsJob.resources", "Job", "plantstore-secrets", "ensure-secrets", nil},
 	{"redis.roll.resources", "Job", "plantstore-redis-roll", "roll-redis", valueAt("redis.architecture", "sentinel")},
 	{"tests.resources", "Pod", "plantstore-test-create-plant", "create-plant", nil},
-}
-
-// anyContainer is the named container or init container of a pod spec.
-func anyContainer(spec map[string]any, name string) map[string]any {
-	for _, key := range []string{"containers", "initContainers"} {
-		for _, c := range list(spec, key) {
-			if c := c.(map[string]any); c["name"] == name {
-				return c
-			}
-		}
-	}
-	return nil
 }
 
 // Every resources value takes Kubernetes quantities (a string of the
@@ -95,7 +68,8 @@ func TestResourceQuantities(t *testing.T) {
 					t.Errorf("requests.cpu %#v refused: %v", good, err)
 					continue
 				}
-				c := anyContainer(podSpec(r.get(t, rv.kind, rv.name)), rv.container)
+				spec := podSpec(r.get(t, rv.kind, rv.name))
+				c := byName(slices.Concat(list(spec, "containers"), list(spec, "initContainers")), rv.container)
 				if c == nil {
 					t.Fatalf("%s/%s has no container %s", rv.kind, rv.name, rv.container)
 				}
@@ -106,11 +80,7 @@ func TestResourceQuantities(t *testing.T) {
 		})
 	}
 	// The definition is shared: every resources value of the schema uses it.
-	b, err := os.ReadFile(chartDir + "/values.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
+	s := readFile(t, chartDir, "values.schema.json")
 	if n, want := strings.Count(s, `"$ref": "#/$defs/resources"`), len(resourcesValues)-1; n != want {
 		t.Errorf("%d resources values use $defs/resources, want %d", n, want)
 	}
@@ -213,11 +183,7 @@ func TestGlobalStorageClass(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("global=%q,redis=%q", c.global, c.redis), func(t *testing.T) {
 			for _, set := range []string{"", sentinelValues} {
-				var files []string
-				if set != "" {
-					files = []string{set}
-				}
-				r := mustRender(t, files, map[string]any{
+				r := mustRender(t, filesOf(set), map[string]any{
 					"global": map[string]any{"storageClass": c.global},
 					"redis":  map[string]any{"persistence": map[string]any{"storageClass": c.redis}},
 				})
@@ -252,7 +218,7 @@ func TestLoadBalancerService(t *testing.T) {
 			spec := dig(mustRender(t, nil, map[string]any{"service": values}).get(t, "Service", "plantstore").Obj, "spec").(map[string]any)
 			for field, v := range lb {
 				got, ok := spec[field]
-				if want := contains(c.want, field); ok != want {
+				if want := slices.Contains(c.want, field); ok != want {
 					t.Errorf("type %s: %s rendered %v, want rendered %v", c.typ, field, ok, want)
 				} else if ok && !reflect.DeepEqual(got, v) {
 					t.Errorf("type %s: %s %v, want %v", c.typ, field, got, v)
@@ -296,16 +262,9 @@ func TestRedisPVCsCarryCommonLabels(t *testing.T) {
 	common := values["commonLabels"].(map[string]any)
 	for _, set := range []string{hatches, sentinelValues} {
 		got := claimLabels(mustRender(t, []string{set}, map[string]any{"commonLabels": common}))
-		want := map[string]any{}
-		for k, v := range selector {
-			want[k] = v
-		}
-		for k, v := range common {
-			want[k] = v
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: PVC labels %v, want the selector labels and commonLabels %v", set, got, want)
-		}
+		want := maps.Clone(selector)
+		maps.Copy(want, common)
+		wantEqual(t, set+": PVC labels (the selector labels and commonLabels)", got, want)
 	}
 }
 
@@ -333,14 +292,8 @@ func renderUpgradeOn(t testing.TB, objects []map[string]any, maps ...map[string]
 	}
 	cluster := fakeCluster{dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), objs...)}
 	c := loadChart(t)
-	caps := chartutil.DefaultCapabilities.Copy()
-	kv, err := chartutil.ParseKubeVersion(kubeVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caps.KubeVersion = *kv
 	top, err := chartutil.ToRenderValues(c, userValues(t, nil, maps...),
-		chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 2, IsUpgrade: true}, caps)
+		chartutil.ReleaseOptions{Name: releaseName, Namespace: namespace, Revision: 2, IsUpgrade: true}, capabilities(t))
 	if err != nil {
 		return err
 	}
@@ -389,11 +342,7 @@ func TestRedisClaimTemplateChangeStopsTheUpgrade(t *testing.T) {
 			if err == nil {
 				t.Fatalf("rendered; want the claim template's refusal")
 			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("the error does not say %q:\n%v", w, err)
-				}
-			}
+			wantContains(t, "the error", err.Error(), c.want...)
 		})
 	}
 	// A first install (no StatefulSet yet) takes any value.
@@ -408,11 +357,7 @@ func TestRedisClaimTemplateChangeStopsTheUpgrade(t *testing.T) {
 // reads every test hook's log as a pod's).
 func TestOwnServiceAccounts(t *testing.T) {
 	for _, set := range []string{"", sentinelValues, hatches} {
-		var files []string
-		if set != "" {
-			files = []string{set}
-		}
-		r := mustRender(t, files)
+		r := mustRender(t, filesOf(set))
 		for _, c := range []struct{ kind, name, account string }{
 			{"StatefulSet", "plantstore-redis", "plantstore-redis"},
 			{"Pod", "plantstore-test-create-plant", "plantstore-test"},
@@ -433,23 +378,16 @@ func TestOwnServiceAccounts(t *testing.T) {
 				t.Errorf("%s: ServiceAccount %s is a hook; want a plain object of the release, there before any pod that uses it", set, c.account)
 			}
 		}
-		if got := str(r.get(t, "ServiceAccount", "plantstore-test").Obj, "metadata", "labels", "app.kubernetes.io/component"); got != "test" {
-			t.Errorf("%s: the test ServiceAccount's component %q", set, got)
-		}
-		if got := str(r.get(t, "ServiceAccount", "plantstore-redis").Obj, "metadata", "labels", "app.kubernetes.io/component"); got != "redis" {
-			t.Errorf("%s: the Redis ServiceAccount's component %q", set, got)
-		}
+		wantEqual(t, set+": the test ServiceAccount's component", str(r.get(t, "ServiceAccount", "plantstore-test").Obj, "metadata", "labels", "app.kubernetes.io/component"), "test")
+		redis := r.get(t, "ServiceAccount", "plantstore-redis").Obj
+		wantEqual(t, set+": the Redis ServiceAccount's component", str(redis, "metadata", "labels", "app.kubernetes.io/component"), "redis")
 		// A rollback to a chart without it must not delete it under running pods.
-		if got := str(r.get(t, "ServiceAccount", "plantstore-redis").Obj, "metadata", "annotations", "helm.sh/resource-policy"); got != "keep" {
-			t.Errorf("%s: the Redis ServiceAccount's resource-policy %q, want keep", set, got)
-		}
+		wantEqual(t, set+": the Redis ServiceAccount's resource-policy", str(redis, "metadata", "annotations", "helm.sh/resource-policy"), "keep")
 	}
 	// Without the chart's Redis, no Redis ServiceAccount.
 	r := mustRender(t, []string{"ci/external-sentinel-values.yaml"})
-	for _, sa := range r.find("ServiceAccount") {
-		if sa.Name() == "plantstore-redis" {
-			t.Errorf("ServiceAccount plantstore-redis rendered without the chart's Redis")
-		}
+	if r.lookup("ServiceAccount", "plantstore-redis") != nil {
+		t.Errorf("ServiceAccount plantstore-redis rendered without the chart's Redis")
 	}
 	r.get(t, "ServiceAccount", "plantstore-test")
 }
@@ -466,9 +404,7 @@ func TestTestPodScheduling(t *testing.T) {
 	}
 	spec := podSpec(mustRender(t, nil, map[string]any{"tests": tests}).get(t, "Pod", "plantstore-test-create-plant"))
 	for k, want := range tests {
-		if got := spec[k]; !reflect.DeepEqual(got, want) {
-			t.Errorf("test pod %s %v, want tests.%s %v", k, got, k, want)
-		}
+		wantEqual(t, "test pod "+k+" (tests."+k+")", spec[k], want)
 	}
 	spec = podSpec(mustRender(t, nil, map[string]any{"nodeSelector": map[string]any{"pool": "api"}}).get(t, "Pod", "plantstore-test-create-plant"))
 	for k := range tests {
@@ -545,15 +481,11 @@ func TestNetworkPolicyDefaults(t *testing.T) {
 func TestStandaloneRedisAddressOutlivesRollbacks(t *testing.T) {
 	r := mustRender(t, nil)
 	svc := r.get(t, "Service", "plantstore-redis-master").Obj
-	if got := str(svc, "spec", "type"); got != "ClusterIP" {
-		t.Errorf("Service plantstore-redis-master type %q, want ClusterIP", got)
-	}
+	wantEqual(t, "Service plantstore-redis-master type", str(svc, "spec", "type"), "ClusterIP")
 	if dig(svc, "spec", "publishNotReadyAddresses") != true {
 		t.Error("Service plantstore-redis-master waits for Redis's readiness: after a restart the API pods would reconnect a readiness period late")
 	}
-	if got := str(svc, "metadata", "annotations", "helm.sh/resource-policy"); got != "keep" {
-		t.Errorf("Service plantstore-redis-master resource-policy %q, want keep", got)
-	}
+	wantEqual(t, "Service plantstore-redis-master resource-policy", str(svc, "metadata", "annotations", "helm.sh/resource-policy"), "keep")
 	pods, _ := dig(r.get(t, "StatefulSet", "plantstore-redis").Obj, "spec", "template", "metadata", "labels").(map[string]any)
 	selector, _ := dig(svc, "spec", "selector").(map[string]any)
 	if len(selector) == 0 {
@@ -568,13 +500,9 @@ func TestStandaloneRedisAddressOutlivesRollbacks(t *testing.T) {
 		t.Errorf("Service plantstore-redis-master ports %v, want 6379", list(svc, "spec", "ports"))
 	}
 	for _, o := range []object{r.get(t, "Deployment", "plantstore"), r.get(t, "Job", "plantstore-migrate")} {
-		if got := envOf(list(podSpec(o), "containers")[0].(map[string]any))["PLANTSTORE_REDIS_ADDR"]; got != "plantstore-redis-master:6379" {
-			t.Errorf("%s: PLANTSTORE_REDIS_ADDR %q, want plantstore-redis-master:6379", o, got)
-		}
+		wantEqual(t, o.String()+": PLANTSTORE_REDIS_ADDR", envOf(list(podSpec(o), "containers")[0].(map[string]any))["PLANTSTORE_REDIS_ADDR"], "plantstore-redis-master:6379")
 	}
-	for _, s := range mustRender(t, []string{sentinelValues}).find("Service") {
-		if s.Name() == "plantstore-redis-master" {
-			t.Error("Service plantstore-redis-master rendered in Sentinel mode")
-		}
+	if mustRender(t, []string{sentinelValues}).lookup("Service", "plantstore-redis-master") != nil {
+		t.Error("Service plantstore-redis-master rendered in Sentinel mode")
 	}
 }

@@ -100,15 +100,9 @@ func TestRedisMetricsSidecar(t *testing.T) {
 			r := mustRender(t, nil, metricsOn(c.vals)...)
 			spec := podSpec(r.get(t, "StatefulSet", "plantstore-redis"))
 			exp := named(t, list(spec, "containers"), "redis-exporter")
-			if got := str(exp, "image"); got != "oliver006/redis_exporter:v1.61.0" {
-				t.Errorf("exporter image %q", got)
-			}
-			args := fmt.Sprint(list(exp, "args"))
-			for _, want := range []string{"--redis.addr=redis://localhost:6379", "--redis.password-file=/run/redis-exporter/password.json", "--web.listen-address=:9121"} {
-				if !strings.Contains(args, want) {
-					t.Errorf("exporter args %s lack %s", args, want)
-				}
-			}
+			wantEqual(t, "exporter image", str(exp, "image"), "oliver006/redis_exporter:v1.61.0")
+			wantContains(t, "exporter args", fmt.Sprint(list(exp, "args")),
+				"--redis.addr=redis://localhost:6379", "--redis.password-file=/run/redis-exporter/password.json", "--web.listen-address=:9121")
 			if len(list(exp, "command")) != 0 {
 				t.Errorf("exporter command %v: the image's entrypoint runs it", list(exp, "command"))
 			}
@@ -122,9 +116,7 @@ func TestRedisMetricsSidecar(t *testing.T) {
 			if dig(exp, "readinessProbe") != nil {
 				t.Error("the exporter has a readiness probe: its failure would take Redis out of its Service")
 			}
-			if str(exp, "livenessProbe", "httpGet", "path") != "/health" {
-				t.Errorf("exporter liveness probe %v, want GET /health", dig(exp, "livenessProbe"))
-			}
+			wantEqual(t, "exporter liveness probe's GET", str(exp, "livenessProbe", "httpGet", "path"), "/health")
 			if dig(exp, "resources", "requests") == nil || dig(exp, "resources", "limits", "memory") == nil {
 				t.Errorf("exporter resources %v", dig(exp, "resources"))
 			}
@@ -132,20 +124,12 @@ func TestRedisMetricsSidecar(t *testing.T) {
 			for _, ctr := range []map[string]any{exp, init} {
 				restricted(t, ctr)
 			}
-			env := list(init, "env")
-			if len(env) != 1 || str(env[0].(map[string]any), "name") != "REDIS_PASSWORD" ||
-				str(env[0].(map[string]any), "valueFrom", "secretKeyRef", "name") != c.secret ||
-				str(env[0].(map[string]any), "valueFrom", "secretKeyRef", "key") != c.key {
-				t.Errorf("init container env %v, want REDIS_PASSWORD from Secret %s key %s", env, c.secret, c.key)
-			}
+			wantEqual(t, "init container env's length", len(list(init, "env")), 1)
+			wantEqual(t, "init container env", envOf(init), map[string]string{"REDIS_PASSWORD": "secret:" + c.secret + "/" + c.key})
 			// The Redis container reads the same Secret.
 			redis := named(t, list(spec, "containers"), "redis")
-			if got := str(list(redis, "env")[0].(map[string]any), "valueFrom", "secretKeyRef", "name"); got != c.secret {
-				t.Errorf("the Redis container's Secret %q, the exporter's %q", got, c.secret)
-			}
-			if vol := named(t, list(spec, "volumes"), "redis-exporter-auth"); str(vol, "emptyDir", "medium") != "Memory" {
-				t.Errorf("the password file's volume %v, want a memory-backed emptyDir", vol)
-			}
+			wantEqual(t, "the Redis container's Secret (the exporter's)", str(list(redis, "env")[0].(map[string]any), "valueFrom", "secretKeyRef", "name"), c.secret)
+			wantEqual(t, "the password file's volume medium", str(named(t, list(spec, "volumes"), "redis-exporter-auth"), "emptyDir", "medium"), "Memory")
 			// No password in the pod spec: every password variable comes from
 			// a Secret, and no argument passes one (the chart never knows the
 			// password: it is generated in the cluster or the user's Secret).
@@ -171,15 +155,14 @@ func TestRedisMetricsSidecar(t *testing.T) {
 	}
 }
 
+// named is byName failing the test without the item.
 func named(t testing.TB, items []any, name string) map[string]any {
 	t.Helper()
-	for _, it := range items {
-		if m := it.(map[string]any); str(m, "name") == name {
-			return m
-		}
+	m := byName(items, name)
+	if m == nil {
+		t.Fatalf("no %q among %v", name, items)
 	}
-	t.Fatalf("no %q among %v", name, items)
-	return nil
+	return m
 }
 
 // restricted checks a container's securityContext against Pod Security
@@ -226,12 +209,9 @@ func TestRedisMetricsPasswordFile(t *testing.T) {
 			t.Fatalf("the init script: %v\n%s", err, out)
 		}
 		path := filepath.Join(dir, strings.TrimPrefix(file, mount+"/"))
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := readFile(t, path)
 		var got map[string]string
-		if err := json.Unmarshal(b, &got); err != nil {
+		if err := json.Unmarshal([]byte(b), &got); err != nil {
 			t.Fatalf("password %q: the file is not JSON: %v\n%s", pw, err, b)
 		}
 		if len(got) != 1 || got[addr] != pw {
@@ -257,13 +237,7 @@ func TestRedisMetricsScrapedAndAdmitted(t *testing.T) {
 	off := mustRender(t, nil, map[string]any{"serviceMonitor": map[string]any{"enabled": true}, "networkPolicy": map[string]any{"enabled": true}}, peers)
 	on := mustRender(t, nil, metricsOn(peers, jobName)...)
 
-	svc := r0(t, on, "Service", "plantstore-redis")
-	var port map[string]any
-	for _, p := range list(svc, "spec", "ports") {
-		if str(p.(map[string]any), "name") == "metrics" {
-			port = p.(map[string]any)
-		}
-	}
+	port := byName(list(r0(t, on, "Service", "plantstore-redis"), "spec", "ports"), "metrics")
 	if port == nil || fmt.Sprint(port["port"]) != "9121" || str(port, "targetPort") != "metrics" {
 		t.Errorf("the Redis Service's metrics port %v, want 9121 -> metrics", port)
 	}
@@ -274,27 +248,16 @@ func TestRedisMetricsScrapedAndAdmitted(t *testing.T) {
 	}
 
 	sm := r0(t, on, "ServiceMonitor", "plantstore-redis")
-	sel, _ := dig(sm, "spec", "selector", "matchLabels").(map[string]any)
-	var selected []string
-	for _, s := range on.find("Service") {
-		if labels, _ := dig(s.Obj, "metadata", "labels").(map[string]any); matches(sel, labels) {
-			selected = append(selected, s.Name())
-		}
-	}
-	if fmt.Sprint(selected) != "[plantstore-redis]" {
-		t.Errorf("the Redis ServiceMonitor selects %v, want [plantstore-redis]", selected)
-	}
+	wantEqual(t, "the Services the Redis ServiceMonitor selects", monitored(on, sm), []string{"plantstore-redis"})
 	eps := list(sm, "spec", "endpoints")
-	if len(eps) != 1 || str(eps[0].(map[string]any), "port") != "metrics" {
-		t.Fatalf("endpoints %v", eps)
+	if !wantEqual(t, "endpoints' ports", fieldOf(eps, "port"), []string{"metrics"}) {
+		t.FailNow()
 	}
 	relabel := list(eps[0].(map[string]any), "relabelings")
 	if len(relabel) == 0 || str(relabel[0].(map[string]any), "targetLabel") != "job" || str(relabel[0].(map[string]any), "replacement") != "shop-redis" {
 		t.Errorf("relabelings %v, want job pinned to shop-redis", relabel)
 	}
-	if got := str(sm, "metadata", "labels", "release"); got != str(r0(t, on, "ServiceMonitor", "plantstore"), "metadata", "labels", "release") {
-		t.Errorf("the Redis ServiceMonitor's labels differ from the API's: release %q", got)
-	}
+	wantEqual(t, "the Redis ServiceMonitor's release label (the API's)", str(sm, "metadata", "labels", "release"), str(r0(t, on, "ServiceMonitor", "plantstore"), "metadata", "labels", "release"))
 	if len(mustRender(t, nil, map[string]any{"redis": map[string]any{"metrics": map[string]any{"enabled": true}}}).find("ServiceMonitor")) != 0 {
 		t.Error("a ServiceMonitor without serviceMonitor.enabled")
 	}
@@ -338,12 +301,8 @@ func metricsRule(t testing.TB, np map[string]any) map[string]any {
 // from its module (tools/k8s/redis-exporter; build.sh stamps its version,
 // images.sh imports it under the chart's default name): they move together.
 func TestRedisMetricsImageIsTheBuiltModule(t *testing.T) {
-	gomod, err := os.ReadFile(filepath.Join("..", "redis-exporter", "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var version string
-	for _, line := range strings.Split(string(gomod), "\n") {
+	for _, line := range strings.Split(readFile(t, "..", "redis-exporter", "go.mod"), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == "github.com/oliver006/redis_exporter" {
 			version = f[1]
 		}
@@ -352,18 +311,6 @@ func TestRedisMetricsImageIsTheBuiltModule(t *testing.T) {
 	if version == "" || str(img, "repository") != "oliver006/redis_exporter" || str(img, "tag") != version {
 		t.Errorf("redis.metrics.image %v; tools/k8s/redis-exporter builds github.com/oliver006/redis_exporter %q", img, version)
 	}
-	images, err := os.ReadFile(filepath.Join("..", "images.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ref := "docker.io/oliver006/redis_exporter:" + version; !strings.Contains(string(images), "image "+ref+" ") {
-		t.Errorf("images.sh does not build %s", ref)
-	}
-	build, err := os.ReadFile(filepath.Join("..", "build.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stamp := "-X main.BuildVersion=" + version + " "; !strings.Contains(string(build), stamp) {
-		t.Errorf("build.sh does not stamp the exporter %s", stamp)
-	}
+	wantContains(t, "images.sh (the exporter's build)", readFile(t, "..", "images.sh"), "image docker.io/oliver006/redis_exporter:"+version+" ")
+	wantContains(t, "build.sh (the exporter's version stamp)", readFile(t, "..", "build.sh"), "-X main.BuildVersion="+version+" ")
 }

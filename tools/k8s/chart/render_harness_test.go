@@ -24,7 +24,7 @@ func TestRenderHarness(t *testing.T) {
 // chart relies on (matchLabelKeys, unhealthyPodEvictionPolicy: 1.27).
 func TestKubeVersion(t *testing.T) {
 	for v, ok := range map[string]bool{"v1.26.9": false, "v1.27.0": true, "v1.31.0": true, "v1.30.4-eks-a737599": true, "v1.26.15-gke.1": false} {
-		_, err := renderTemplateOn(t, v, nil)
+		_, err := renderRelease(t, releaseName, v, nil)
 		if ok != (err == nil) {
 			t.Errorf("Kubernetes %s: render error %v, want accepted %v", v, err, ok)
 		}

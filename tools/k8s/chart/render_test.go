@@ -1,9 +1,11 @@
 package chart
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -70,16 +72,24 @@ func (r rendered) find(kind string) []object {
 	return out
 }
 
+// lookup returns the object of a kind and name, nil without it.
+func (r rendered) lookup(kind, name string) *object {
+	for _, o := range r.Objects {
+		if o.Kind() == kind && o.Name() == name {
+			return &o
+		}
+	}
+	return nil
+}
+
 // get returns the object of a kind and name, failing the test without it.
 func (r rendered) get(t testing.TB, kind, name string) object {
 	t.Helper()
-	for _, o := range r.Objects {
-		if o.Kind() == kind && o.Name() == name {
-			return o
-		}
+	o := r.lookup(kind, name)
+	if o == nil {
+		t.Fatalf("no %s/%s rendered; have %v", kind, name, r.Objects)
 	}
-	t.Fatalf("no %s/%s rendered; have %v", kind, name, r.Objects)
-	return object{}
+	return *o
 }
 
 // loadChart loads charts/plantstore.
@@ -114,16 +124,10 @@ func userValues(t testing.TB, files []string, maps ...map[string]any) map[string
 // -n plantstore -f FILES...` does, the maps applied after the files.
 func renderTemplate(t testing.TB, files []string, maps ...map[string]any) (rendered, error) {
 	t.Helper()
-	return renderTemplateOn(t, kubeVersion, files, maps...)
-}
-
-// renderTemplateOn is renderTemplate with another --kube-version.
-func renderTemplateOn(t testing.TB, kubeVersion string, files []string, maps ...map[string]any) (rendered, error) {
-	t.Helper()
 	return renderRelease(t, releaseName, kubeVersion, files, maps...)
 }
 
-// renderRelease is renderTemplateOn with another release name.
+// renderRelease is renderTemplate with another release name and --kube-version.
 func renderRelease(t testing.TB, release, kubeVersion string, files []string, maps ...map[string]any) (rendered, error) {
 	t.Helper()
 	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
@@ -144,6 +148,18 @@ func renderRelease(t testing.TB, release, kubeVersion string, files []string, ma
 		return rendered{}, err
 	}
 	return parseRelease(t, rel), nil
+}
+
+// capabilities are the cluster's an upgrade renders against: kubeVersion's.
+func capabilities(t testing.TB) *chartutil.Capabilities {
+	t.Helper()
+	caps := chartutil.DefaultCapabilities.Copy()
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps.KubeVersion = *kv
+	return caps
 }
 
 // mustRender is renderTemplate failing the test on an error.
@@ -180,14 +196,9 @@ func renderUpgrade(t testing.TB, from installed, flags upgradeFlags, now map[str
 	cfg := &action.Configuration{
 		Releases:     storage.Init(mem),
 		KubeClient:   &kubefake.PrintingKubeClient{Out: io.Discard},
-		Capabilities: chartutil.DefaultCapabilities.Copy(),
+		Capabilities: capabilities(t),
 		Log:          func(string, ...any) {},
 	}
-	kv, err := chartutil.ParseKubeVersion(kubeVersion)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Capabilities.KubeVersion = *kv
 	cfg.Capabilities.APIVersions = append(cfg.Capabilities.APIVersions, apiVersions...)
 	old := &release.Release{
 		Name:      releaseName,
@@ -273,16 +284,35 @@ func valueSets(t testing.TB) []string {
 	return out
 }
 
-// readYAML decodes a YAML file of this repository.
-func readYAML(t testing.TB, path string) map[string]any {
+// readFile is the text of a file, failing the test without it.
+func readFile(t testing.TB, path ...string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(filepath.Join(path...))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return string(b)
+}
+
+// writeFile writes a file, failing the test when it cannot.
+func writeFile(t testing.TB, path, text string, mode os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readYAML decodes a YAML file of this repository.
+func readYAML(t testing.TB, path string) map[string]any {
+	t.Helper()
+	return fromYAML(t, readFile(t, path))
+}
+
+func fromYAML(t testing.TB, s string) map[string]any {
+	t.Helper()
 	var m map[string]any
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	if err := yaml.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("%v:\n%s", err, s)
 	}
 	return m
 }
@@ -341,4 +371,77 @@ func podSpec(o object) map[string]any {
 		return m
 	}
 	return nil
+}
+
+// filesOf is the -f list of a value set: none for "", the defaults.
+func filesOf(set string) []string {
+	if set == "" {
+		return nil
+	}
+	return []string{set}
+}
+
+// byName is the item of a list (containers, volumes, ports...) called name,
+// nil without it.
+func byName(items []any, name string) map[string]any {
+	for _, it := range items {
+		if m, _ := it.(map[string]any); str(m, "name") == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// container returns the named container of a pod spec, nil without it.
+func container(spec map[string]any, name string) map[string]any {
+	return byName(list(spec, "containers"), name)
+}
+
+// fieldOf is a field of every item of a list, in order: the names of
+// containers, the mount paths of mounts...
+func fieldOf(items []any, keys ...string) []string {
+	var out []string
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		out = append(out, str(m, keys...))
+	}
+	return out
+}
+
+// wantEqual fails the test, without stopping it, when got is not want
+// (deeply); it reports whether they were equal.
+func wantEqual(t testing.TB, what string, got, want any) bool {
+	t.Helper()
+	if reflect.DeepEqual(got, want) {
+		return true
+	}
+	if a, ok := got.(string); ok && strings.Contains(a, "\n") {
+		t.Errorf("%s, against what is wanted: %s", what, firstDiff(a, fmt.Sprint(want)))
+	} else {
+		t.Errorf("%s: %#v, want %#v", what, got, want)
+	}
+	return false
+}
+
+// wantContains fails the test for each phrase the text lacks.
+func wantContains(t testing.TB, what, text string, phrases ...string) {
+	t.Helper()
+	for _, p := range phrases {
+		if !strings.Contains(text, p) {
+			t.Errorf("%s lacks %q:\n%s", what, p, text)
+		}
+	}
+}
+
+// mustFail renders and returns the error, failing the test when the render
+// succeeds or its error lacks one of the wanted phrases.
+func mustFail(t testing.TB, want []string, files []string, maps ...map[string]any) string {
+	t.Helper()
+	_, err := renderTemplate(t, files, maps...)
+	if err == nil {
+		t.Errorf("rendered; want an error saying %q", want)
+		return ""
+	}
+	wantContains(t, "the error", err.Error(), want...)
+	return err.Error()
 }

@@ -2,7 +2,6 @@ package chart
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -26,16 +25,6 @@ func envOf(container map[string]any) map[string]string {
 	return out
 }
 
-// container returns the named container of a pod spec, nil without it.
-func container(spec map[string]any, name string) map[string]any {
-	for _, c := range list(spec, "containers") {
-		if c := c.(map[string]any); c["name"] == name {
-			return c
-		}
-	}
-	return nil
-}
-
 // TestSentinelArchitecture: redis.architecture sentinel makes three Redis
 // servers, each pod with a Sentinel, spread over zones and nodes, with a
 // PodDisruptionBudget of one; the API pods and the migration Job follow the
@@ -45,84 +34,46 @@ func container(spec map[string]any, name string) map[string]any {
 func TestSentinelArchitecture(t *testing.T) {
 	r := mustRender(t, []string{sentinelValues})
 	sts := r.get(t, "StatefulSet", "plantstore-redis")
-	if got := fmt.Sprint(dig(sts.Obj, "spec", "replicas")); got != "3" {
-		t.Errorf("Redis StatefulSet replicas = %s, want 3", got)
-	}
+	wantEqual(t, "Redis StatefulSet replicas", dig(sts.Obj, "spec", "replicas"), 3.0)
 	spec := podSpec(sts)
 	sentinel := container(spec, "sentinel")
 	if container(spec, "redis") == nil || sentinel == nil {
 		t.Fatalf("Redis pod containers %v, want redis and sentinel", list(spec, "containers"))
 	}
-	if env := envOf(sentinel); env["REDIS_PASSWORD"] != "secret:plantstore-redis/redis-password" {
-		t.Errorf("the Sentinel's password: %q", env["REDIS_PASSWORD"])
-	}
-	script := strings.Join(func() (s []string) {
-		for _, a := range list(sentinel, "command") {
-			s = append(s, a.(string))
-		}
-		return
-	}(), " ")
-	for _, want := range []string{"sentinel monitor plantstore $master 6379 2", "sentinel resolve-hostnames yes",
-		"sentinel announce-hostnames yes", `sentinel auth-pass plantstore "$escaped"`, `requirepass "$escaped"`} {
-		if !strings.Contains(script, want) {
-			t.Errorf("the Sentinel's configuration lacks %q", want)
-		}
-	}
+	wantEqual(t, "the Sentinel's password", envOf(sentinel)["REDIS_PASSWORD"], "secret:plantstore-redis/redis-password")
+	wantContains(t, "the Sentinel's configuration", fmt.Sprintln(list(sentinel, "command")...), "sentinel monitor plantstore $master 6379 2", "sentinel resolve-hostnames yes",
+		"sentinel announce-hostnames yes", `sentinel auth-pass plantstore "$escaped"`, `requirepass "$escaped"`)
 
-	var keys []string
-	for _, c := range list(spec, "topologySpreadConstraints") {
-		c := c.(map[string]any)
-		keys = append(keys, str(c, "topologyKey"))
-		if got := dig(c, "labelSelector", "matchLabels", "app.kubernetes.io/component"); got != "redis" {
-			t.Errorf("a spread constraint of the Redis pods selects component %v", got)
-		}
-	}
-	if want := []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"}; !reflect.DeepEqual(keys, want) {
-		t.Errorf("Redis pods spread over %v, want %v", keys, want)
-	}
+	spread := list(spec, "topologySpreadConstraints")
+	wantEqual(t, "Redis pods spread over", fieldOf(spread, "topologyKey"), []string{"topology.kubernetes.io/zone", "kubernetes.io/hostname"})
+	wantEqual(t, "the components the Redis pods' spread constraints select", fieldOf(spread, "labelSelector", "matchLabels", "app.kubernetes.io/component"), []string{"redis", "redis"})
 	// The zone is a hard constraint, and a zone whose nodes are tainted (a
 	// node lost) is not one to fill: its server starts in another zone.
-	zone := list(spec, "topologySpreadConstraints")[0].(map[string]any)
+	zone := spread[0].(map[string]any)
 	if str(zone, "whenUnsatisfiable") != "DoNotSchedule" || str(zone, "nodeTaintsPolicy") != "Honor" || fmt.Sprint(zone["maxSkew"]) != "1" {
 		t.Errorf("the Redis pods' zone constraint is %v, want maxSkew 1, DoNotSchedule, nodeTaintsPolicy Honor", zone)
 	}
-	// A master cut off from its replicas refuses writes from any client
-	// before the Sentinels beyond the cut (down-after 5 s) promote one.
-	if redisConf := str(r.get(t, "ConfigMap", "plantstore-redis").Obj, "data", "redis.conf"); !strings.Contains(redisConf, "\nmin-replicas-to-write 1\nmin-replicas-max-lag 3\n") {
-		t.Errorf("redis.conf does not make an isolated master refuse writes:\n%s", redisConf)
-	}
-
-	hosts := []string{
-		"plantstore-redis-0.plantstore-redis.plantstore.svc",
-		"plantstore-redis-1.plantstore-redis.plantstore.svc",
-		"plantstore-redis-2.plantstore-redis.plantstore.svc",
-	}
 	conf := r.get(t, "ConfigMap", "plantstore-redis").Obj
-	if find := str(conf, "data", "find-master.sh"); !strings.Contains(find, "for host in "+strings.Join(hosts, " ")+"; do") {
-		t.Errorf("find-master.sh does not ask the three pods' Sentinels:\n%s", find)
-	}
-	// A restarted server never makes itself master while other servers exist:
-	// only names that do not resolve (a new set) let it fall back.
-	if find := str(conf, "data", "find-master.sh"); !strings.Contains(find, "exit 1") || !strings.Contains(find, "Name or service not known") {
-		t.Errorf("find-master.sh falls back to the first pod whatever the Sentinels answer:\n%s", find)
-	}
+	wantContains(t, "redis.conf", str(conf, "data", "redis.conf"),
+		// A master cut off from its replicas refuses writes from any client
+		// before the Sentinels beyond the cut (down-after 5 s) promote one.
+		"\nmin-replicas-to-write 1\nmin-replicas-max-lag 3\n",
+		// The replication settings written at start.
+		"include /run/redis/replication.conf",
+		// A full resync starts at once: Redis's 5 s wait for more replicas
+		// delays the end of a failover, and the Sentinel's +switch-master.
+		"\nrepl-diskless-sync-delay 0\n")
+	hosts := scriptHosts
+	wantContains(t, "find-master.sh", str(conf, "data", "find-master.sh"),
+		// It asks the three pods' Sentinels.
+		"for host in "+strings.Join(hosts, " ")+"; do",
+		// A restarted server never makes itself master while other servers
+		// exist: only names that do not resolve (a new set) let it fall back.
+		"exit 1", "Name or service not known")
 	// A master about to stop hands over first: writes paused, another pod's
 	// Sentinel asked to fail over.
-	preStop := fmt.Sprint(dig(container(spec, "redis"), "lifecycle", "preStop", "exec", "command"))
-	if !strings.Contains(preStop, "/etc/redis/switchover.sh") {
-		t.Errorf("the Redis container's preStop is %s, want switchover.sh", preStop)
-	}
-	if sw := str(conf, "data", "switchover.sh"); !strings.Contains(sw, "CLIENT PAUSE") || !strings.Contains(sw, "SENTINEL failover plantstore") {
-		t.Errorf("switchover.sh does not pause writes and ask for a failover:\n%s", sw)
-	}
-	if redisConf := str(conf, "data", "redis.conf"); !strings.Contains(redisConf, "include /run/redis/replication.conf") {
-		t.Errorf("redis.conf does not include the replication settings written at start:\n%s", redisConf)
-	}
-	// A full resync starts at once: Redis's 5 s wait for more replicas
-	// delays the end of a failover, and the Sentinel's +switch-master.
-	if redisConf := str(conf, "data", "redis.conf"); !strings.Contains(redisConf, "\nrepl-diskless-sync-delay 0\n") {
-		t.Errorf("redis.conf keeps Redis's 5 s wait before a full resync:\n%s", redisConf)
-	}
+	wantContains(t, "the Redis container's preStop", fmt.Sprint(dig(container(spec, "redis"), "lifecycle", "preStop", "exec", "command")), "/etc/redis/switchover.sh")
+	wantContains(t, "switchover.sh", str(conf, "data", "switchover.sh"), "CLIENT PAUSE", "SENTINEL failover plantstore")
 
 	wantEnv := map[string]string{
 		"PLANTSTORE_REDIS_ADDR":              strings.Join(hosts, ":26379,") + ":26379",
@@ -137,9 +88,7 @@ func TestSentinelArchitecture(t *testing.T) {
 			env = envOf(list(podSpec(o), "containers")[0].(map[string]any))
 		}
 		for k, v := range wantEnv {
-			if env[k] != v {
-				t.Errorf("%s: %s = %q, want %q", o, k, env[k], v)
-			}
+			wantEqual(t, o.String()+": "+k, env[k], v)
 		}
 	}
 
@@ -150,9 +99,7 @@ func TestSentinelArchitecture(t *testing.T) {
 	if !hasPort(list(svc, "spec", "ports"), 26379) {
 		t.Errorf("the Redis Service has no Sentinel port: %v", list(svc, "spec", "ports"))
 	}
-	if got := fmt.Sprint(dig(r.get(t, "PodDisruptionBudget", "plantstore-redis").Obj, "spec", "maxUnavailable")); got != "1" {
-		t.Errorf("Redis PodDisruptionBudget maxUnavailable = %s, want 1", got)
-	}
+	wantEqual(t, "Redis PodDisruptionBudget maxUnavailable", dig(r.get(t, "PodDisruptionBudget", "plantstore-redis").Obj, "spec", "maxUnavailable"), 1.0)
 
 	redisPolicy := r.get(t, "NetworkPolicy", "plantstore-redis").Obj
 	if eg := list(redisPolicy, "spec", "egress"); len(eg) != 2 || !hasPort(list(eg[1].(map[string]any), "ports"), 6379) || !hasPort(list(eg[1].(map[string]any), "ports"), 26379) {
@@ -214,10 +161,8 @@ func TestRedisRollsInRoleOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mustRender(t, tc.files, tc.values...)
-			if got := fmt.Sprint(dig(r.get(t, "StatefulSet", "plantstore-redis").Obj, "spec", "updateStrategy", "type")); got != tc.sts {
-				t.Errorf("StatefulSet updateStrategy %s, want %s", got, tc.sts)
-			}
-			job := findObject(r, "Job", "plantstore-redis-roll")
+			wantEqual(t, "StatefulSet updateStrategy", str(r.get(t, "StatefulSet", "plantstore-redis").Obj, "spec", "updateStrategy", "type"), tc.sts)
+			job := r.lookup("Job", "plantstore-redis-roll")
 			if tc.pods == 0 {
 				if job != nil {
 					t.Fatal("a roll Job is rendered")
@@ -232,16 +177,10 @@ func TestRedisRollsInRoleOrder(t *testing.T) {
 					t.Errorf("%s is not a post-upgrade,post-rollback hook", kind)
 				}
 			}
-			args := fmt.Sprint(list(container(podSpec(*job), "roll-redis"), "args"))
-			want := append([]string{"roll-redis", "--statefulset=plantstore-redis", "--master-name=plantstore", "--sentinels=plantstore-redis-0.plantstore-redis.plantstore.svc:26379,"}, tc.nameArgs...)
-			for _, w := range want {
-				if !strings.Contains(args, w) {
-					t.Errorf("args %s lack %s", args, w)
-				}
-			}
-			if env := envOf(container(podSpec(*job), "roll-redis")); env["PLANTSTORE_REDIS_SENTINEL_PASSWORD"] != "secret:plantstore-redis/redis-password" {
-				t.Errorf("the Sentinels' password: %q", env["PLANTSTORE_REDIS_SENTINEL_PASSWORD"])
-			}
+			roll := container(podSpec(*job), "roll-redis")
+			wantContains(t, "args", fmt.Sprint(list(roll, "args")), append([]string{"roll-redis", "--statefulset=plantstore-redis", "--master-name=plantstore",
+				"--sentinels=plantstore-redis-0.plantstore-redis.plantstore.svc:26379,"}, tc.nameArgs...)...)
+			wantEqual(t, "the Sentinels' password", envOf(roll)["PLANTSTORE_REDIS_SENTINEL_PASSWORD"], "secret:plantstore-redis/redis-password")
 			var pods []string
 			for i := range tc.pods {
 				pods = append(pods, fmt.Sprintf("plantstore-redis-%d", i))
@@ -250,9 +189,7 @@ func TestRedisRollsInRoleOrder(t *testing.T) {
 				map[string]any{"apiGroups": []any{"apps"}, "resources": []any{"statefulsets"}, "resourceNames": []any{"plantstore-redis"}, "verbs": []any{"get"}},
 				map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "resourceNames": toAny(pods), "verbs": []any{"get", "delete"}},
 			}
-			if got := list(r.get(t, "Role", "plantstore-redis-roll").Obj, "rules"); !reflect.DeepEqual(got, wantRules) {
-				t.Errorf("Role rules %v, want %v", got, wantRules)
-			}
+			wantEqual(t, "Role rules", list(r.get(t, "Role", "plantstore-redis-roll").Obj, "rules"), wantRules)
 			np := r.get(t, "NetworkPolicy", "plantstore-redis")
 			if !strings.Contains(np.Text, "app.kubernetes.io/component: redis-roll") {
 				t.Error("the Redis NetworkPolicy does not let the roll Job reach the Sentinels")
@@ -287,10 +224,7 @@ func TestSentinelAcksDecided(t *testing.T) {
 		{"sentinel, 2 asked for", []string{sentinelValues}, []map[string]any{acks(2)}, "2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := mustRender(t, tc.files, tc.values...)
-			if got := envOf(container(podSpec(r.get(t, "Deployment", "plantstore")), "plantstore"))["PLANTSTORE_REDIS_MIN_REPLICA_ACKS"]; got != tc.want {
-				t.Errorf("PLANTSTORE_REDIS_MIN_REPLICA_ACKS = %q, want %q", got, tc.want)
-			}
+			wantEqual(t, "PLANTSTORE_REDIS_MIN_REPLICA_ACKS", envOf(api(t, mustRender(t, tc.files, tc.values...)))["PLANTSTORE_REDIS_MIN_REPLICA_ACKS"], tc.want)
 		})
 	}
 }
@@ -329,10 +263,7 @@ func TestSentinelValuesRefused(t *testing.T) {
 		{map[string]any{"minReplicasToWrite": 3}, "redis.sentinel.minReplicasToWrite 3 needs more than that many Redis servers"},
 		{map[string]any{"minReplicasMaxLag": 5}, "redis.sentinel.minReplicasMaxLag 5s must be below downAfterMilliseconds (5000ms)"},
 	} {
-		_, err := renderTemplate(t, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": tc.sentinel}})
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("redis.sentinel %v: render error %v, want %q", tc.sentinel, err, tc.want)
-		}
+		mustFail(t, []string{tc.want}, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": tc.sentinel}})
 	}
 	// Off, and with a lag the down-after allows: rendered.
 	for _, sentinel := range []map[string]any{{"minReplicasToWrite": 0, "minReplicasMaxLag": 60}, {"minReplicasMaxLag": 9, "downAfterMilliseconds": 10000}} {
