@@ -28,16 +28,11 @@ func TestAdminPortOnlyOnTheAdminService(t *testing.T) {
 						}
 					}
 				}
-				if len(carriers) != 1 || carriers[0] != "plantstore-admin" {
-					t.Fatalf("Services carrying the API pods' admin port: %v; want only plantstore-admin", carriers)
+				if !wantEqual(t, "Services carrying the API pods' admin port", carriers, []string{"plantstore-admin"}) {
+					t.FailNow()
 				}
-				admin := r.get(t, "Service", "plantstore-admin")
-				if got := str(admin.Obj, "spec", "type"); got != "ClusterIP" {
-					t.Errorf("plantstore-admin type %q, want ClusterIP", got)
-				}
-				if got := str(r.get(t, "Service", "plantstore").Obj, "spec", "type"); got != typ {
-					t.Errorf("API Service type %q, want %q", got, typ)
-				}
+				wantEqual(t, "plantstore-admin type", str(r.get(t, "Service", "plantstore-admin").Obj, "spec", "type"), "ClusterIP")
+				wantEqual(t, "API Service type", str(r.get(t, "Service", "plantstore").Obj, "spec", "type"), typ)
 				for _, ing := range r.find("Ingress") {
 					for _, rule := range list(ing.Obj, "spec", "rules") {
 						for _, path := range list(rule.(map[string]any), "http", "paths") {

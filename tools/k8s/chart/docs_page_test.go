@@ -1,6 +1,9 @@
 package chart
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // config.docsPage reaches the service as PLANTSTORE_DOCS_PAGE: the reference
 // page (GET /docs) is on by default, and an operator who wants none turns it
@@ -13,9 +16,6 @@ func TestDocsPageValue(t *testing.T) {
 		{nil, "true"},
 		{[]map[string]any{{"config": map[string]any{"docsPage": false}}}, "false"},
 	} {
-		api := mustRender(t, nil, tc.values...).get(t, "Deployment", "plantstore")
-		if got := envOf(container(podSpec(api), "plantstore"))["PLANTSTORE_DOCS_PAGE"]; got != tc.want {
-			t.Errorf("values %v: PLANTSTORE_DOCS_PAGE = %q, want %q", tc.values, got, tc.want)
-		}
+		wantEqual(t, fmt.Sprintf("values %v: PLANTSTORE_DOCS_PAGE", tc.values), envOf(api(t, mustRender(t, nil, tc.values...)))["PLANTSTORE_DOCS_PAGE"], tc.want)
 	}
 }

@@ -12,14 +12,9 @@ import (
 // bytes, or every sync rewrites the tokens and the Redis password and rolls
 // the pods.
 func TestTemplateRendersTheSameBytesTwice(t *testing.T) {
-	sets := append([]string{""}, valueSets(t)...)
-	for _, set := range sets {
-		var files []string
-		if set != "" {
-			files = []string{set}
-		}
-		first := mustRender(t, files).Manifest
-		second := mustRender(t, files).Manifest
+	for _, set := range append([]string{""}, valueSets(t)...) {
+		first := mustRender(t, filesOf(set)).Manifest
+		second := mustRender(t, filesOf(set)).Manifest
 		if first != second {
 			t.Errorf("%q: two renders differ:\n%s", set, firstDiff(first, second))
 		}
@@ -54,14 +49,7 @@ func TestEverySecretAPodReadsHasAMaker(t *testing.T) {
 			for _, s := range r.find("Secret") {
 				rendered = append(rendered, s.Name())
 			}
-			jobs := r.find("Job")
-			var job *object
-			for i := range jobs {
-				if jobs[i].Name() == "plantstore-secrets" {
-					job = &jobs[i]
-				}
-			}
-			if job != nil {
+			if job := r.lookup("Job", "plantstore-secrets"); job != nil {
 				args := list(list(podSpec(*job), "containers")[0].(map[string]any), "args")
 				for _, a := range args {
 					for _, flag := range []string{"--tokens-secret=", "--reader-secret=", "--redis-secret="} {
@@ -223,17 +211,9 @@ func TestMigrationSettlesWhereverItFindsOldKeys(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			job := mustRender(t, nil, c.values).get(t, "Job", "plantstore-migrate")
-			var got []string
-			for _, a := range list(podSpec(job)["containers"].([]any)[0].(map[string]any), "args") {
-				got = append(got, fmt.Sprint(a))
-			}
-			if !slices.Equal(got, c.want) {
-				t.Errorf("args %q, want %q", got, c.want)
-			}
+			wantEqual(t, "args", list(podSpec(job)["containers"].([]any)[0].(map[string]any), "args"), toAny(c.want))
 		})
 	}
-	_, err := renderTemplate(t, nil, map[string]any{"terminationGracePeriodSeconds": 700})
-	if err == nil || !strings.Contains(err.Error(), "migration.activeDeadlineSeconds (600s) must exceed the migration's settle time (705s") {
-		t.Errorf("a --settle-found past the Job's deadline: %v, want the deadline's message", err)
-	}
+	// A --settle-found past the Job's deadline.
+	mustFail(t, []string{"migration.activeDeadlineSeconds (600s) must exceed the migration's settle time (705s"}, nil, map[string]any{"terminationGracePeriodSeconds": 700})
 }

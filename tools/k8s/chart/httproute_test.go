@@ -32,16 +32,12 @@ func TestHTTPRouteOffByDefault(t *testing.T) {
 func TestHTTPRouteRendersTheValues(t *testing.T) {
 	r := mustRender(t, nil, gatewayValues(nil))
 	route := r.get(t, "HTTPRoute", "plantstore")
-	if got := str(route.Obj, "apiVersion"); got != "gateway.networking.k8s.io/v1" {
-		t.Errorf("apiVersion %q", got)
-	}
+	wantEqual(t, "apiVersion", str(route.Obj, "apiVersion"), "gateway.networking.k8s.io/v1")
 	parents := list(route.Obj, "spec", "parentRefs")
 	if len(parents) != 1 || str(parents[0].(map[string]any), "sectionName") != "https" || str(parents[0].(map[string]any), "namespace") != "gateway" {
 		t.Errorf("parentRefs %v", parents)
 	}
-	if got := list(route.Obj, "spec", "hostnames"); len(got) != 1 || got[0] != "plants.example.com" {
-		t.Errorf("hostnames %v", got)
-	}
+	wantEqual(t, "hostnames", list(route.Obj, "spec", "hostnames"), []any{"plants.example.com"})
 	rules := list(route.Obj, "spec", "rules")
 	if len(rules) != 1 {
 		t.Fatalf("%d rules, want 1", len(rules))
@@ -54,9 +50,7 @@ func TestHTTPRouteRendersTheValues(t *testing.T) {
 			t.Errorf("backendRef %v, want the API Service plantstore port %d", ref, apiPort)
 		}
 	}
-	if got := fmt.Sprint(dig(rule, "timeouts")); got != "map[backendRequest:5s request:15s]" {
-		t.Errorf("timeouts %s, want the defaults", got)
-	}
+	wantEqual(t, "timeouts (the defaults)", fmt.Sprint(dig(rule, "timeouts")), "map[backendRequest:5s request:15s]")
 	if dig(rule, "retry") != nil {
 		t.Errorf("retry rendered with retry.attempts 0 (an Experimental field before Gateway API v1.7): %v", dig(rule, "retry"))
 	}
@@ -69,7 +63,7 @@ func TestHTTPRouteRendersTheValues(t *testing.T) {
 // the service through the route; the admin listener's paths are not routed.
 // A route added to api/openapi.yaml and not to the HTTPRoute fails here.
 func TestHTTPRouteRoutesTheAPIPathsOnly(t *testing.T) {
-	rule := list(mustRender(t, nil, gatewayValues(nil)).get(t, "HTTPRoute", "plantstore").Obj, "spec", "rules")[0].(map[string]any)
+	rule := routeRule(t, mustRender(t, nil, gatewayValues(nil)))
 	doc := readYAML(t, filepath.Join("..", "..", "..", "api", "openapi.yaml"))
 	paths, _ := doc["paths"].(map[string]any)
 	if len(paths) == 0 {
@@ -90,6 +84,12 @@ func TestHTTPRouteRoutesTheAPIPathsOnly(t *testing.T) {
 			t.Errorf("%s is routed; only the API's paths should be", p)
 		}
 	}
+}
+
+// routeRule is the HTTPRoute's first rule.
+func routeRule(t testing.TB, r rendered) map[string]any {
+	t.Helper()
+	return list(r.get(t, "HTTPRoute", "plantstore").Obj, "spec", "rules")[0].(map[string]any)
 }
 
 // routeMatches applies an HTTPRoute rule's path matches as the Gateway API
@@ -132,10 +132,8 @@ func TestHTTPRouteTimeoutsAgreeWithTheService(t *testing.T) {
 	if request < 3*backend {
 		t.Errorf("request %v is shorter than three attempts of %v (retry.attempts 2)", request, backend)
 	}
-	rule := list(mustRender(t, nil, gatewayValues(map[string]any{"retry": map[string]any{"attempts": 2}})).get(t, "HTTPRoute", "plantstore").Obj, "spec", "rules")[0].(map[string]any)
-	if got := fmt.Sprint(dig(rule, "retry")); got != "map[attempts:2 backoff:500ms codes:[503]]" {
-		t.Errorf("retry %s", got)
-	}
+	rule := routeRule(t, mustRender(t, nil, gatewayValues(map[string]any{"retry": map[string]any{"attempts": 2}})))
+	wantEqual(t, "retry", fmt.Sprint(dig(rule, "retry")), "map[attempts:2 backoff:500ms codes:[503]]")
 }
 
 func TestHTTPRouteRefusedValues(t *testing.T) {
@@ -156,10 +154,7 @@ func TestHTTPRouteRefusedValues(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := renderTemplate(t, nil, tc.values)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("render error %v, want one naming %q", err, tc.want)
-			}
+			mustFail(t, []string{tc.want}, nil, tc.values)
 		})
 	}
 	// The limit itself is accepted, and so are minutes and compound durations.
@@ -190,12 +185,8 @@ func servicePort(t testing.TB, svc object, name string) int64 {
 // The install notes point at the Gateway the route attaches to, and say how
 // to see that it was accepted.
 func TestHTTPRouteNotes(t *testing.T) {
-	notes := mustRender(t, nil, gatewayValues(nil)).Notes
-	for _, want := range []string{"gateway/shared (listener https) for plants.example.com", "kubectl get httproute --namespace plantstore plantstore"} {
-		if !strings.Contains(notes, want) {
-			t.Errorf("the notes lack %q:\n%s", want, notes)
-		}
-	}
+	wantContains(t, "the notes", mustRender(t, nil, gatewayValues(nil)).Notes,
+		"gateway/shared (listener https) for plants.example.com", "kubectl get httproute --namespace plantstore plantstore")
 	if notes := mustRender(t, nil).Notes; strings.Contains(notes, "httproute") {
 		t.Errorf("the notes mention an HTTPRoute the chart did not render:\n%s", notes)
 	}

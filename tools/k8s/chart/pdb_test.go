@@ -1,7 +1,6 @@
 package chart
 
 import (
-	"fmt"
 	"testing"
 )
 
@@ -32,10 +31,7 @@ func TestPodDisruptionBudgetWheneverMoreThanOnePod(t *testing.T) {
 				t.Fatalf("PodDisruptionBudget rendered = %v, want %v", got, tc.want)
 			}
 			if got {
-				spec, _ := dig(r.get(t, "PodDisruptionBudget", "plantstore").Obj, "spec").(map[string]any)
-				if fmt.Sprint(spec["minAvailable"]) != "1" {
-					t.Errorf("minAvailable = %v, want 1", spec["minAvailable"])
-				}
+				wantEqual(t, "minAvailable", dig(r.get(t, "PodDisruptionBudget", "plantstore").Obj, "spec", "minAvailable"), 1.0)
 			}
 		})
 	}

@@ -255,9 +255,7 @@ func TestRedisPVCsCarryCommonLabels(t *testing.T) {
 	}
 	selector := map[string]any{"app.kubernetes.io/name": "plantstore", "app.kubernetes.io/instance": releaseName, "app.kubernetes.io/component": "redis"}
 	// The defaults: the labels every chart before gave them, so that an upgrade leaves the template alone.
-	if got := claimLabels(mustRender(t, nil)); !reflect.DeepEqual(got, selector) {
-		t.Errorf("PVC labels %v with the defaults, want the selector labels alone %v", got, selector)
-	}
+	wantEqual(t, "PVC labels with the defaults (the selector labels alone)", claimLabels(mustRender(t, nil)), selector)
 	values := readYAML(t, chartDir+"/"+hatches)
 	common := values["commonLabels"].(map[string]any)
 	for _, set := range []string{hatches, sentinelValues} {
@@ -364,16 +362,10 @@ func TestOwnServiceAccounts(t *testing.T) {
 			{"Deployment", "plantstore", "plantstore"},
 		} {
 			spec := podSpec(r.get(t, c.kind, c.name))
-			if got := spec["serviceAccountName"]; got != c.account {
-				t.Errorf("%s: %s/%s runs as ServiceAccount %v, want %s", set, c.kind, c.name, got, c.account)
-			}
-			if spec["automountServiceAccountToken"] != false {
-				t.Errorf("%s: %s/%s: automountServiceAccountToken %v, want false", set, c.kind, c.name, spec["automountServiceAccountToken"])
-			}
+			wantEqual(t, set+": "+c.kind+"/"+c.name+"'s ServiceAccount", spec["serviceAccountName"], c.account)
+			wantEqual(t, set+": "+c.kind+"/"+c.name+": automountServiceAccountToken", spec["automountServiceAccountToken"], false)
 			sa := r.get(t, "ServiceAccount", c.account)
-			if sa.Obj["automountServiceAccountToken"] != false {
-				t.Errorf("%s: ServiceAccount %s: automountServiceAccountToken %v, want false", set, c.account, sa.Obj["automountServiceAccountToken"])
-			}
+			wantEqual(t, set+": ServiceAccount "+c.account+": automountServiceAccountToken", sa.Obj["automountServiceAccountToken"], false)
 			if sa.Hook || dig(sa.Obj, "metadata", "annotations", "helm.sh/hook") != nil {
 				t.Errorf("%s: ServiceAccount %s is a hook; want a plain object of the release, there before any pod that uses it", set, c.account)
 			}
@@ -423,9 +415,7 @@ func TestTestPodScheduling(t *testing.T) {
 func TestNetworkPolicyDefaults(t *testing.T) {
 	r := mustRender(t, nil)
 	api := r.get(t, "NetworkPolicy", "plantstore")
-	if got := fmt.Sprint(list(api.Obj, "spec", "policyTypes")); got != "[Ingress]" {
-		t.Errorf("API policy types %s, want [Ingress] (egress open by default)", got)
-	}
+	wantEqual(t, "API policy types (egress open by default)", list(api.Obj, "spec", "policyTypes"), []any{"Ingress"})
 	ingress := list(api.Obj, "spec", "ingress")
 	if len(ingress) != 2 {
 		t.Fatalf("API ingress rules %v, want the API port's and the admin port's", ingress)
@@ -445,18 +435,14 @@ func TestNetworkPolicyDefaults(t *testing.T) {
 			from = append(from, fmt.Sprint(dig(peer.(map[string]any), "podSelector", "matchLabels", "app.kubernetes.io/component")))
 		}
 	}
-	if fmt.Sprint(from) != "[api migrate]" {
-		t.Errorf("Redis admits %v, want [api migrate]", from)
-	}
+	wantEqual(t, "Redis admits", fmt.Sprint(from), "[api migrate]")
 	if got := list(redis.Obj, "spec", "egress"); len(got) != 0 {
 		t.Errorf("standalone Redis egress %v, want none", got)
 	}
 
 	r = mustRender(t, nil, map[string]any{"networkPolicy": map[string]any{"allowExternalEgress": false, "metrics": map[string]any{"cidrs": []any{"10.0.0.0/24"}}}})
 	api = r.get(t, "NetworkPolicy", "plantstore")
-	if got := fmt.Sprint(list(api.Obj, "spec", "policyTypes")); got != "[Ingress Egress]" {
-		t.Errorf("allowExternalEgress false: policy types %s", got)
-	}
+	wantEqual(t, "allowExternalEgress false: policy types", list(api.Obj, "spec", "policyTypes"), []any{"Ingress", "Egress"})
 	egress := list(api.Obj, "spec", "egress")
 	if len(egress) != 2 || !hasPort(list(egress[0].(map[string]any), "ports"), 53) || egress[0].(map[string]any)["to"] != nil || !hasPort(list(egress[1].(map[string]any), "ports"), 6379) {
 		t.Errorf("allowExternalEgress false: egress %v, want DNS anywhere and the chart's Redis", egress)
@@ -464,12 +450,8 @@ func TestNetworkPolicyDefaults(t *testing.T) {
 	if peers := list(list(api.Obj, "spec", "ingress")[1].(map[string]any), "from"); len(peers) != 2 || dig(peers[1].(map[string]any), "ipBlock", "cidr") != "10.0.0.0/24" {
 		t.Errorf("metrics.cidrs: the admin port's peers %v", peers)
 	}
-	if got := fmt.Sprint(list(r.get(t, "NetworkPolicy", "plantstore-migrate").Obj, "spec", "policyTypes")); got != "[Ingress Egress]" {
-		t.Errorf("allowExternalEgress false: the migration Job's policy types %s", got)
-	}
-	if _, err := renderTemplate(t, nil, map[string]any{"networkPolicy": map[string]any{"metrics": map[string]any{"cidrs": []any{"the nodes"}}}}); err == nil {
-		t.Error("networkPolicy.metrics.cidrs [the nodes] rendered")
-	}
+	wantEqual(t, "allowExternalEgress false: the migration Job's policy types", list(r.get(t, "NetworkPolicy", "plantstore-migrate").Obj, "spec", "policyTypes"), []any{"Ingress", "Egress"})
+	mustFail(t, nil, nil, valueAt("networkPolicy.metrics.cidrs", []any{"the nodes"}))
 }
 
 // The standalone Redis's clients connect through a ClusterIP Service, whose

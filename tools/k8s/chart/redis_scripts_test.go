@@ -25,11 +25,7 @@ import (
 // redisScriptFile is the text of files/redis/<name>.
 func redisScriptFile(t testing.TB, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(chartDir, "files", "redis", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return readFile(t, chartDir, "files", "redis", name)
 }
 
 // The pods' copy of each script is its file with the values of the release written in place of the
@@ -156,9 +152,7 @@ func newFakeRedisCLI(t testing.TB) *fakeRedisCLI {
 		}
 	}
 	for name, text := range map[string]string{"bin/redis-cli": fakeRedisCLIScript, "bin/date": fakeDateScript, "bin/sleep": fakeSleepScript, "clock": "1000000\n", "calls": ""} {
-		if err := os.WriteFile(filepath.Join(f.dir, name), []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(f.dir, name), text, 0o755)
 	}
 	return f
 }
@@ -171,41 +165,27 @@ func (f *fakeRedisCLI) reply(call string, replies ...string) {
 	f.t.Helper()
 	key := filepath.Join(f.dir, "replies", fakeKey.ReplaceAllString(call, "_"))
 	for i, r := range replies {
-		if err := os.WriteFile(fmt.Sprintf("%s.%d", key, i+1), []byte(r+"\n"), 0o644); err != nil {
-			f.t.Fatal(err)
-		}
+		writeFile(f.t, fmt.Sprintf("%s.%d", key, i+1), r+"\n", 0o644)
 	}
-	if err := os.WriteFile(key, []byte(replies[len(replies)-1]+"\n"), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
+	writeFile(f.t, key, replies[len(replies)-1]+"\n", 0o644)
 }
 
 // unresolved makes every call to host fail as one to a name that does not resolve (a pod not created yet).
 func (f *fakeRedisCLI) unresolved(host string) {
 	f.t.Helper()
-	if err := os.WriteFile(filepath.Join(f.dir, "replies", host), []byte("Could not connect to Redis at "+host+": Name or service not known\n"), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
+	writeFile(f.t, filepath.Join(f.dir, "replies", host), "Could not connect to Redis at "+host+": Name or service not known\n", 0o644)
 }
 
 // calls are the calls redis-cli got, in order.
 func (f *fakeRedisCLI) calls() []string {
 	f.t.Helper()
-	b, err := os.ReadFile(filepath.Join(f.dir, "calls"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return strings.Split(strings.TrimSuffix(readFile(f.t, f.dir, "calls"), "\n"), "\n")
 }
 
 // elapsed is how far the scripts' clock went (their sleeps).
 func (f *fakeRedisCLI) elapsed() time.Duration {
 	f.t.Helper()
-	b, err := os.ReadFile(filepath.Join(f.dir, "clock"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	s, err := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+	s, err := strconv.ParseFloat(strings.TrimSpace(readFile(f.t, f.dir, "clock")), 64)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -222,9 +202,7 @@ type scriptRun struct {
 func (f *fakeRedisCLI) run(text string, env []string, args ...string) scriptRun {
 	f.t.Helper()
 	path := filepath.Join(f.t.TempDir(), "script.sh")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		f.t.Fatal(err)
-	}
+	writeFile(f.t, path, text, 0o600)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", append([]string{path}, args...)...)
@@ -250,9 +228,22 @@ var scriptHosts = []string{
 	"plantstore-redis-2.plantstore-redis.plantstore.svc",
 }
 
+// scenario is a run of a script against the fakes: run runs it with args.
+type scenario = func(t *testing.T, f *fakeRedisCLI, run func(args ...string) scriptRun)
+
+// runScenarios runs each scenario of a script, in parallel, as a subtest.
+func runScenarios(t *testing.T, script string, scenarios map[string]scenario) {
+	for name, s := range scenarios {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			redisScriptRunners(t, script, s)
+		})
+	}
+}
+
 // redisScriptRunners runs a scenario twice, as a subtest each: with the file as it is, its settings
 // in the environment, and with the ConfigMap's copy for the ci set, which has them written in.
-func redisScriptRunners(t *testing.T, script string, scenario func(t *testing.T, f *fakeRedisCLI, run func(args ...string) scriptRun)) {
+func redisScriptRunners(t *testing.T, script string, scenario scenario) {
 	t.Helper()
 	r := mustRender(t, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": map[string]any{"downAfterMilliseconds": 5000}}})
 	rendered := str(r.get(t, "ConfigMap", "plantstore-redis").Obj, "data", script)
@@ -293,98 +284,77 @@ func TestFindMasterScript(t *testing.T) {
 	ckquorum := func(h string) string { return h + ":26379 SENTINEL ckquorum plantstore" }
 	master := func(h string) string { return h + ":26379 SENTINEL master plantstore" }
 	const quorumOK = "OK 3 usable Sentinels. Quorum and failover authorization can be reached"
-	want := func(t *testing.T, run scriptRun, code int, stdout string) {
-		t.Helper()
-		if run.code != code || run.stdout != stdout {
-			t.Fatalf("find-master.sh exited %d printing %q, want %d and %q; it said: %s", run.code, run.stdout, code, stdout, run.stderr)
-		}
-	}
-
-	for _, tc := range []struct {
-		name     string
-		scenario func(t *testing.T, f *fakeRedisCLI, run func(args ...string) scriptRun)
-	}{
-		{"a new set: the first pod's", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+	runScenarios(t, "find-master.sh", map[string]scenario{
+		"a new set: the first pod's": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.unresolved(h1)
 			f.unresolved(h2)
-			want(t, run(h0), 0, h0)
+			wantRun(t, run(h0), 0, h0)
 			// The second pod of a new set, the first one's server up, its Sentinel not yet.
 			f.reply(addr(h0), "")
 			f.reply(h0+":6379 info replication", "# Replication\r\nrole:master\r\nconnected_slaves:0\r")
-			want(t, run(h1), 0, h0)
-		}},
-		{"a Sentinel names the master", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			wantRun(t, run(h1), 0, h0)
+		},
+		"a Sentinel names the master": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(addr(h1), "Could not connect to Redis at "+h1+":26379: Connection refused")
 			f.reply(addr(h2), h2, "6379")
-			want(t, run(h0), 0, h2)
-		}},
-		{"named, and not missed: master again", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			wantRun(t, run(h0), 0, h2)
+		},
+		"named, and not missed: master again": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			for _, h := range []string{h1, h2} {
 				f.reply(addr(h), h0)
 				f.reply(ckquorum(h), quorumOK)
 				f.reply(master(h), sentinelMasterReply(h0, "master", 2499))
 			}
-			want(t, run(h0), 0, h0)
+			wantRun(t, run(h0), 0, h0)
 			if e := f.elapsed(); e != 0 {
 				t.Errorf("it waited %v", e)
 			}
-		}},
-		{"named, but missed half the down-after: waits for the failover", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+		},
+		"named, but missed half the down-after: waits for the failover": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			for _, h := range []string{h1, h2} {
 				f.reply(addr(h), h0, h0, h0, h1)
 				f.reply(ckquorum(h), quorumOK)
 				f.reply(master(h), sentinelMasterReply(h0, "master", 2500), sentinelMasterReply(h0, "master", 3500), sentinelMasterReply(h0, "s_down,master", 4500))
 			}
 			got := run(h0)
-			want(t, got, 0, h1)
-			for _, w := range []string{"no answer for 2500ms", "(s_down,master)", "waiting for the new master"} {
-				if !strings.Contains(got.stderr, w) {
-					t.Errorf("it said %q, want %q in it", got.stderr, w)
-				}
-			}
+			wantRun(t, got, 0, h1)
+			wantContains(t, "what it said", got.stderr, "no answer for 2500ms", "(s_down,master)", "waiting for the new master")
 			if e := f.elapsed(); e != 3*time.Second {
 				t.Errorf("it named the new master after %v, want 3s (a second a round)", e)
 			}
-		}},
-		{"named, a failover already begun", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+		},
+		"named, a failover already begun": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(addr(h1), h0, h2)
 			f.reply(addr(h2), "Could not connect to Redis at "+h2+":26379: Connection refused")
 			f.reply(ckquorum(h1), quorumOK)
 			f.reply(master(h1), sentinelMasterReply(h0, "master,failover_in_progress", 100))
-			want(t, run(h0), 0, h2)
-		}},
-		{"named by Sentinels without a quorum: master again", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			wantRun(t, run(h0), 0, h2)
+		},
+		"named by Sentinels without a quorum: master again": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			for _, h := range []string{h1, h2} {
 				f.reply(addr(h), h0)
 				f.reply(ckquorum(h), "NOQUORUM 1 usable Sentinels. Not enough available Sentinels to reach the specified quorum for this master")
 				f.reply(master(h), sentinelMasterReply(h0, "o_down,master", 9000))
 			}
-			want(t, run(h0), 0, h0)
-		}},
-		{"no Sentinel yet: the standalone server that holds the plants", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			wantRun(t, run(h0), 0, h0)
+		},
+		"no Sentinel yet: the standalone server that holds the plants": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(addr(h0), "Could not connect to Redis at "+h0+":26379: Connection refused")
 			f.reply(addr(h2), "NOAUTH Authentication required.")
 			f.reply(h2+":6379 info replication", "# Replication\r\nrole:slave\r")
 			f.reply(h0+":6379 info replication", "# Replication\r\nrole:master\r\nconnected_slaves:0\r")
-			want(t, run(h1), 0, h0)
-		}},
-		{"nothing answers for 45s: fails rather than start a second master", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			wantRun(t, run(h1), 0, h0)
+		},
+		"nothing answers for 45s: fails rather than start a second master": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(addr(h1), "ERR no such master with that name")
 			got := run(h0)
-			want(t, got, 1, "")
-			if !strings.Contains(got.stderr, "no master named for 45s") || !strings.Contains(got.stderr, "unanswered: "+h1+" "+h2) {
-				t.Errorf("it said %q", got.stderr)
-			}
+			wantRun(t, got, 1, "")
+			wantContains(t, "what it said", got.stderr, "no master named for 45s", "unanswered: "+h1+" "+h2)
 			if e := f.elapsed(); e < 45*time.Second || e > 47*time.Second {
 				t.Errorf("it gave up after %v, want 45s", e)
 			}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			redisScriptRunners(t, "find-master.sh", tc.scenario)
-		})
-	}
+		},
+	})
 }
 
 func TestSwitchoverScript(t *testing.T) {
@@ -393,20 +363,15 @@ func TestSwitchoverScript(t *testing.T) {
 	failover := func(h string) string { return h + ":26379 SENTINEL failover plantstore" }
 	master := func(h string) string { return h + ":26379 SENTINEL master plantstore" }
 	const inprog = "INPROG Failover already in progress"
-	for _, tc := range []struct {
-		name     string
-		scenario func(t *testing.T, f *fakeRedisCLI, run func(args ...string) scriptRun)
-	}{
-		{"a replica stops as it is", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+	runScenarios(t, "switchover.sh", map[string]scenario{
+		"a replica stops as it is": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(role, "# Replication\r\nrole:slave\r\nmaster_link_status:up\r")
-			if got := run(h1); got.code != 0 || got.stdout != "" {
-				t.Fatalf("switchover.sh on a replica exited %d printing %q: %s", got.code, got.stdout, got.stderr)
-			}
+			wantRun(t, run(h1), 0, "")
 			if calls := f.calls(); len(calls) != 1 {
 				t.Errorf("on a replica it called %q, want only the role asked", calls)
 			}
-		}},
-		{"the master hands over once every Sentinel names the new one", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+		},
+		"the master hands over once every Sentinel names the new one": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(role, masterInfo(100, "online:100", "online:100"))
 			f.reply("127.0.0.1:6379 CLIENT PAUSE 20000 WRITE", "OK")
 			f.reply("127.0.0.1:6379 CLIENT KILL TYPE normal", "3")
@@ -428,9 +393,7 @@ func TestSwitchoverScript(t *testing.T) {
 				"switchover: 1000001.200 " + h2 + " on record as the master (Sentinels still naming " + h0 + ": " + h2 + ")",
 				"switchover: 1000001.400 " + h0 + " hands over to " + h2 + " after 1s (failover asked of " + h1 + ")",
 			}, "\n")
-			if got.code != 0 || got.stdout != want {
-				t.Fatalf("switchover.sh exited %d printing\n%s\nwant\n%s\n%s", got.code, got.stdout, want, got.stderr)
-			}
+			wantRun(t, got, 0, want)
 			calls := f.calls()
 			if calls[1] != "127.0.0.1:6379 CLIENT PAUSE 20000 WRITE" || calls[len(calls)-1] != "127.0.0.1:6379 CLIENT KILL TYPE normal" {
 				t.Errorf("calls %q: want the writes paused first and the clients closed last", calls)
@@ -440,11 +403,9 @@ func TestSwitchoverScript(t *testing.T) {
 					t.Errorf("it called %q", c)
 				}
 			}
-		}},
-		{"a date without %N: the steps' times in whole seconds", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
-			if err := os.WriteFile(filepath.Join(f.dir, "date-without-ns"), nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
+		},
+		"a date without %N: the steps' times in whole seconds": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			writeFile(t, filepath.Join(f.dir, "date-without-ns"), "", 0o644)
 			f.reply(role, masterInfo(100, "online:100", "online:100"))
 			f.reply(failover(h1), "OK")
 			f.reply(master(h1), sentinelMasterReply(h2, "master", 1))
@@ -453,8 +414,8 @@ func TestSwitchoverScript(t *testing.T) {
 			if first, _, _ := strings.Cut(got.stdout, "\n"); got.code != 0 || first != "switchover: 1000000 "+h0+": writes paused" {
 				t.Fatalf("switchover.sh exited %d printing\n%s\nwant its first line %q: %s", got.code, got.stdout, "switchover: 1000000 "+h0+": writes paused", got.stderr)
 			}
-		}},
-		{"a replica behind: the failover asked once it holds all the master has", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+		},
+		"a replica behind: the failover asked once it holds all the master has": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			// The role, then a replica whose acknowledged offset is behind, then one resyncing, then both caught up.
 			f.reply(role, masterInfo(100, "online:100", "online:100"), masterInfo(100, "online:100", "online:90"),
 				masterInfo(100, "online:100", "wait_bgsave:0"), masterInfo(100, "online:100", "online:100"))
@@ -469,17 +430,12 @@ func TestSwitchoverScript(t *testing.T) {
 				"switchover: 1000000.400 " + h2 + " on record as the master (Sentinels still naming " + h0 + ": none)",
 				"switchover: 1000000.400 " + h0 + " hands over to " + h2 + " after 0s (failover asked of " + h1 + ")",
 			}, "\n")
-			if got.code != 0 || got.stdout != want {
-				t.Fatalf("switchover.sh exited %d printing\n%s\nwant\n%s\n%s", got.code, got.stdout, want, got.stderr)
-			}
-		}},
-		{"a replica away: no failover asked, writes unpaused after 10s", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			wantRun(t, got, 0, want)
+		},
+		"a replica away: no failover asked, writes unpaused after 10s": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(role, masterInfo(100, "online:100"))
 			f.reply(failover(h1), "OK")
-			got := run(h0)
-			if want := "switchover: " + h0 + " hands over to none (writes unpaused): not every replica online and holding all it has after 10s"; got.code != 0 || lastStep(got.stdout) != want {
-				t.Fatalf("switchover.sh exited %d printing %q, want %q: %s", got.code, got.stdout, want, got.stderr)
-			}
+			wantRun(t, run(h0).last(), 0, "switchover: "+h0+" hands over to none (writes unpaused): not every replica online and holding all it has after 10s")
 			calls := f.calls()
 			if calls[len(calls)-1] != "127.0.0.1:6379 CLIENT UNPAUSE" {
 				t.Errorf("the last call %q, want the writes unpaused", calls[len(calls)-1])
@@ -489,35 +445,24 @@ func TestSwitchoverScript(t *testing.T) {
 					t.Errorf("it asked for a failover (%q) with a replica away", c)
 				}
 			}
-		}},
-		{"no Sentinel fails over: writes unpaused after 20s", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+		},
+		"no Sentinel fails over: writes unpaused after 20s": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(role, masterInfo(100, "online:100", "online:100"))
 			f.reply(failover(h1), inprog)
 			f.unresolved(h2)
-			got := run(h0)
-			if want := "switchover: " + h0 + " hands over to none (writes unpaused) after 20s (failover asked of no Sentinel)"; got.code != 0 || lastStep(got.stdout) != want {
-				t.Fatalf("switchover.sh exited %d printing %q, want %q: %s", got.code, got.stdout, want, got.stderr)
-			}
+			wantRun(t, run(h0).last(), 0, "switchover: "+h0+" hands over to none (writes unpaused) after 20s (failover asked of no Sentinel)")
 			if calls := f.calls(); calls[len(calls)-1] != "127.0.0.1:6379 CLIENT UNPAUSE" {
 				t.Errorf("the last call %q, want the writes unpaused", calls[len(calls)-1])
 			}
-		}},
-		{"the Sentinels never agree: writes unpaused after 20s", func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+		},
+		"the Sentinels never agree: writes unpaused after 20s": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(role, masterInfo(100, "online:100", "online:100"))
 			f.reply(failover(h1), "OK")
 			f.reply(master(h1), sentinelMasterReply(h1, "master", 1))
 			f.reply(master(h2), sentinelMasterReply(h0, "s_down,master", 1))
-			got := run(h0)
-			if want := "switchover: " + h0 + " hands over to none (writes unpaused) after 20s (failover asked of " + h1 + ")"; got.code != 0 || lastStep(got.stdout) != want {
-				t.Fatalf("switchover.sh exited %d printing %q, want %q: %s", got.code, got.stdout, want, got.stderr)
-			}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			redisScriptRunners(t, "switchover.sh", tc.scenario)
-		})
-	}
+			wantRun(t, run(h0).last(), 0, "switchover: "+h0+" hands over to none (writes unpaused) after 20s (failover asked of "+h1+")")
+		},
+	})
 }
 
 // containerCommand is the script a container of the Redis pods runs (sh -c SCRIPT).
@@ -557,9 +502,7 @@ func runStartScript(t *testing.T, text string, env []string, master string) star
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, path)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, path), []byte(text), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(dir, path), text, 0o755)
 	}
 	script := strings.NewReplacer("/etc/redis/find-master.sh", dir+"/find-master.sh", "/run/sentinel", dir, "/run/redis", dir).Replace(text)
 	cmd := exec.Command("sh", "-c", script)
@@ -648,13 +591,23 @@ func TestRedisStartScript(t *testing.T) {
 	}
 }
 
-// lastStep is switchover.sh's last line, its verdict, without its time.
-func lastStep(out string) string {
-	line := out[strings.LastIndex(out, "\n")+1:]
+// last is the run with its output cut to switchover.sh's last line, its
+// verdict, without its time.
+func (r scriptRun) last() scriptRun {
+	line := r.stdout[strings.LastIndex(r.stdout, "\n")+1:]
 	if rest, ok := strings.CutPrefix(line, "switchover: "); ok {
 		if _, after, ok := strings.Cut(rest, " "); ok {
-			return "switchover: " + after
+			line = "switchover: " + after
 		}
 	}
-	return line
+	r.stdout = line
+	return r
+}
+
+// wantRun stops the test unless the script exited with code, printing stdout.
+func wantRun(t *testing.T, run scriptRun, code int, stdout string) {
+	t.Helper()
+	if run.code != code || run.stdout != stdout {
+		t.Fatalf("the script exited %d printing\n%s\nwant %d and\n%s\nit said: %s", run.code, run.stdout, code, stdout, run.stderr)
+	}
 }

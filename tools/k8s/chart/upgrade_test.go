@@ -50,11 +50,7 @@ func TestUpgradeWithTheFlagsUsersType(t *testing.T) {
 				if err == nil {
 					t.Fatal("helm upgrade --reuse-values rendered with an older chart's defaults")
 				}
-				for _, want := range []string{"these values are an older chart's", "--reset-then-reuse-values"} {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("the error does not say %q:\n%v", want, err)
-					}
-				}
+				wantContains(t, "the error", err.Error(), "these values are an older chart's", "--reset-then-reuse-values")
 				if strings.Contains(err.Error(), "nil pointer") {
 					t.Errorf("a nil pointer, not the message: %v", err)
 				}
