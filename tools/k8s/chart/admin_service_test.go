@@ -18,12 +18,8 @@ func TestAdminPortOnlyOnTheAdminService(t *testing.T) {
 				adminPort := containerPort(t, api, "metrics")
 				var carriers []string
 				for _, svc := range r.find("Service") {
-					if !selects(svc, podLabels) {
-						continue
-					}
-					for _, p := range list(svc.Obj, "spec", "ports") {
-						target := fmt.Sprint(dig(p.(map[string]any), "targetPort"))
-						if target == "metrics" || target == fmt.Sprint(adminPort) {
+					for _, p := range each(svc.Obj, "spec", "ports") {
+						if target := fmt.Sprint(p["targetPort"]); selects(svc, podLabels) && (target == "metrics" || target == fmt.Sprint(adminPort)) {
 							carriers = append(carriers, svc.Name())
 						}
 					}
@@ -34,25 +30,14 @@ func TestAdminPortOnlyOnTheAdminService(t *testing.T) {
 				wantEqual(t, "plantstore-admin type", str(r.get(t, "Service", "plantstore-admin").Obj, "spec", "type"), "ClusterIP")
 				wantEqual(t, "API Service type", str(r.get(t, "Service", "plantstore").Obj, "spec", "type"), typ)
 				for _, ing := range r.find("Ingress") {
-					for _, rule := range list(ing.Obj, "spec", "rules") {
-						for _, path := range list(rule.(map[string]any), "http", "paths") {
-							svc := str(path.(map[string]any), "backend", "service", "name")
-							port := fmt.Sprint(dig(path.(map[string]any), "backend", "service", "port", "name"))
-							if svc != "plantstore" || port != "http" {
-								t.Errorf("Ingress %s routes to %s:%s, want plantstore:http", ing.Name(), svc, port)
-							}
-						}
+					for _, path := range each(ing.Obj, "spec", "rules", "http", "paths") {
+						wantEqual(t, "Ingress "+ing.Name()+" routes to", str(path, "backend", "service", "name")+":"+str(path, "backend", "service", "port", "name"), "plantstore:http")
 					}
 				}
 				apiPort := servicePort(t, r.get(t, "Service", "plantstore"), "http")
 				for _, route := range r.find("HTTPRoute") {
-					for _, rule := range list(route.Obj, "spec", "rules") {
-						for _, b := range list(rule.(map[string]any), "backendRefs") {
-							svc, port := str(b.(map[string]any), "name"), fmt.Sprint(dig(b.(map[string]any), "port"))
-							if svc != "plantstore" || port != fmt.Sprint(apiPort) {
-								t.Errorf("HTTPRoute %s routes to %s:%s, want plantstore:%d", route.Name(), svc, port, apiPort)
-							}
-						}
+					for _, b := range each(route.Obj, "spec", "rules", "backendRefs") {
+						wantEqual(t, "HTTPRoute "+route.Name()+" routes to", fmt.Sprint(b["name"], ":", b["port"]), fmt.Sprint("plantstore:", apiPort))
 					}
 				}
 			})
@@ -88,13 +73,9 @@ func monitored(r rendered, sm map[string]any) []string {
 // containerPort is the number of a workload's first container's named port.
 func containerPort(t testing.TB, o object, name string) int64 {
 	t.Helper()
-	for _, c := range list(podSpec(o), "containers") {
-		for _, p := range list(c.(map[string]any), "ports") {
-			if str(p.(map[string]any), "name") == name {
-				n, _ := dig(p.(map[string]any), "containerPort").(float64)
-				return int64(n)
-			}
-		}
+	if p := byName(each(podSpec(o), "containers", "ports"), name); p != nil {
+		n, _ := p["containerPort"].(float64)
+		return int64(n)
 	}
 	t.Fatalf("%s has no container port %q", o, name)
 	return 0

@@ -61,7 +61,11 @@ func TestCommonLabelsAndAnnotationsOnEveryObject(t *testing.T) {
 				}
 			}
 		}
-		walkSelectors(o.Obj, "", func(path string, sel any) {
+		// Every label selector: a selector, podSelector, namespaceSelector or labelSelector field.
+		walk(o.Obj, "", func(path, key string, sel any) bool {
+			if key != "selector" && key != "podSelector" && key != "namespaceSelector" && key != "labelSelector" {
+				return true
+			}
 			selectors++
 			b, _ := yaml.Marshal(sel)
 			for k := range common {
@@ -69,6 +73,7 @@ func TestCommonLabelsAndAnnotationsOnEveryObject(t *testing.T) {
 					t.Errorf("%s: commonLabels' %s in the selector %s:\n%s", o, k, path, b)
 				}
 			}
+			return false
 		})
 	}
 	// The Secrets the hook Job creates are not rendered: it labels and annotates them.
@@ -115,36 +120,13 @@ func ownPodLabels(t testing.TB, values map[string]any, o object) map[string]any 
 	return out
 }
 
-// walkSelectors calls f with every label selector in an object: a
-// selector, podSelector, namespaceSelector or labelSelector field.
-func walkSelectors(v any, path string, f func(string, any)) {
-	switch n := v.(type) {
-	case map[string]any:
-		for k, c := range n {
-			switch k {
-			case "selector", "podSelector", "namespaceSelector", "labelSelector":
-				f(path+"."+k, c)
-				continue
-			}
-			walkSelectors(c, path+"."+k, f)
-		}
-	case []any:
-		for i, c := range n {
-			walkSelectors(c, fmt.Sprintf("%s[%d]", path, i), f)
-		}
-	}
-}
-
 // images returns the image of every container and init container of every
 // pod the render holds.
 func images(r rendered) map[string]string {
 	out := map[string]string{}
 	for _, o := range r.Objects {
-		spec := podSpec(o)
-		for _, key := range []string{"initContainers", "containers"} {
-			for _, c := range list(spec, key) {
-				out[o.Kind()+"/"+o.Name()+"/"+str(c.(map[string]any), "name")] = str(c.(map[string]any), "image")
-			}
+		for _, c := range containers(podSpec(o)) {
+			out[o.Kind()+"/"+o.Name()+"/"+str(c, "name")] = str(c, "image")
 		}
 	}
 	return out

@@ -122,32 +122,18 @@ func TestHelmTestWritesOnlyWhenItMay(t *testing.T) {
 
 // secretsRead lists the Secrets a pod template mounts or reads env from.
 func secretsRead(o object) []string {
-	spec := podSpec(o)
-	if spec == nil {
-		return nil
-	}
 	var names []string
-	for _, v := range list(spec, "volumes") {
-		if n := str(v.(map[string]any), "secret", "secretName"); n != "" {
-			names = append(names, n)
-		}
-		for _, src := range list(v.(map[string]any), "projected", "sources") {
-			if n := str(src.(map[string]any), "secret", "name"); n != "" {
+	for _, ref := range [][]string{
+		{"volumes", "secret", "secretName"},
+		{"volumes", "projected", "sources", "secret", "name"},
+		{"initContainers", "env", "valueFrom", "secretKeyRef", "name"},
+		{"containers", "env", "valueFrom", "secretKeyRef", "name"},
+		{"initContainers", "envFrom", "secretRef", "name"},
+		{"containers", "envFrom", "secretRef", "name"},
+	} {
+		for _, m := range each(podSpec(o), ref[:len(ref)-1]...) {
+			if n := str(m, ref[len(ref)-1]); n != "" {
 				names = append(names, n)
-			}
-		}
-	}
-	for _, key := range []string{"initContainers", "containers"} {
-		for _, c := range list(spec, key) {
-			for _, e := range list(c.(map[string]any), "env") {
-				if n := str(e.(map[string]any), "valueFrom", "secretKeyRef", "name"); n != "" {
-					names = append(names, n)
-				}
-			}
-			for _, e := range list(c.(map[string]any), "envFrom") {
-				if n := str(e.(map[string]any), "secretRef", "name"); n != "" {
-					names = append(names, n)
-				}
 			}
 		}
 	}
@@ -156,24 +142,12 @@ func secretsRead(o object) []string {
 
 // namedInValues reports whether a string value anywhere in the values is
 // this name (an existingSecret, a caSecret...).
-func namedInValues(v any, name string) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		for _, x := range v {
-			if namedInValues(x, name) {
-				return true
-			}
-		}
-	case []any:
-		for _, x := range v {
-			if namedInValues(x, name) {
-				return true
-			}
-		}
-	case string:
-		return v == name
-	}
-	return false
+func namedInValues(v any, name string) (found bool) {
+	walk(v, "", func(_, _ string, x any) bool {
+		found = found || x == name
+		return true
+	})
+	return found
 }
 
 func sameSet(a, b []string) bool {

@@ -172,11 +172,9 @@ func TestHTTPRouteRefusedValues(t *testing.T) {
 // servicePort is the number of a Service's named port.
 func servicePort(t testing.TB, svc object, name string) int64 {
 	t.Helper()
-	for _, p := range list(svc.Obj, "spec", "ports") {
-		if str(p.(map[string]any), "name") == name {
-			n, _ := dig(p.(map[string]any), "port").(float64)
-			return int64(n)
-		}
+	if p := byName(list(svc.Obj, "spec", "ports"), name); p != nil {
+		n, _ := p["port"].(float64)
+		return int64(n)
 	}
 	t.Fatalf("%s has no port %q", svc, name)
 	return 0

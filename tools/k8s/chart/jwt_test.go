@@ -297,12 +297,9 @@ func TestJWTRefused(t *testing.T) {
 func TestJWTNetworkPolicyReachesTheAPIServer(t *testing.T) {
 	np := map[string]any{"networkPolicy": map[string]any{"enabled": true, "allowExternalEgress": false}}
 	rule := func(r rendered) map[string]any {
-		for _, e := range list(r.get(t, "NetworkPolicy", "plantstore").Obj, "spec", "egress") {
-			e := e.(map[string]any)
-			for _, p := range list(e, "ports") {
-				if dig(p.(map[string]any), "port") == float64(6443) {
-					return e
-				}
+		for _, e := range each(r.get(t, "NetworkPolicy", "plantstore").Obj, "spec", "egress") {
+			if hasPort(list(e, "ports"), 6443) {
+				return e
 			}
 		}
 		return nil

@@ -75,27 +75,15 @@ func TestAnyReleaseNameWorks(t *testing.T) {
 // labelValues returns the values of every labels map in o, by path.
 func labelValues(o map[string]any) map[string]string {
 	out := map[string]string{}
-	var walk func(v any, path string)
-	walk = func(v any, path string) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, c := range v {
-				if k == "labels" {
-					if m, ok := c.(map[string]any); ok {
-						for lk, lv := range m {
-							out[path+".labels."+lk] = fmt.Sprint(lv)
-						}
-						continue
-					}
-				}
-				walk(c, path+"."+k)
-			}
-		case []any:
-			for i, c := range v {
-				walk(c, fmt.Sprintf("%s[%d]", path, i))
-			}
+	walk(o, "", func(path, key string, v any) bool {
+		labels, ok := v.(map[string]any)
+		if key != "labels" || !ok {
+			return true
 		}
-	}
-	walk(o, "")
+		for k, v := range labels {
+			out[path+"."+k] = fmt.Sprint(v)
+		}
+		return false
+	})
 	return out
 }

@@ -68,8 +68,7 @@ func TestResourceQuantities(t *testing.T) {
 					t.Errorf("requests.cpu %#v refused: %v", good, err)
 					continue
 				}
-				spec := podSpec(r.get(t, rv.kind, rv.name))
-				c := byName(slices.Concat(list(spec, "containers"), list(spec, "initContainers")), rv.container)
+				c := byName(containers(podSpec(r.get(t, rv.kind, rv.name))), rv.container)
 				if c == nil {
 					t.Fatalf("%s/%s has no container %s", rv.kind, rv.name, rv.container)
 				}
@@ -429,13 +428,7 @@ func TestNetworkPolicyDefaults(t *testing.T) {
 		t.Errorf("the admin port's rule %v, want the monitoring namespace alone", metrics)
 	}
 	redis := r.get(t, "NetworkPolicy", "plantstore-redis")
-	var from []string
-	for _, rule := range list(redis.Obj, "spec", "ingress") {
-		for _, peer := range list(rule.(map[string]any), "from") {
-			from = append(from, fmt.Sprint(dig(peer.(map[string]any), "podSelector", "matchLabels", "app.kubernetes.io/component")))
-		}
-	}
-	wantEqual(t, "Redis admits", fmt.Sprint(from), "[api migrate]")
+	wantEqual(t, "Redis admits", fieldOf(each(redis.Obj, "spec", "ingress", "from"), "podSelector", "matchLabels", "app.kubernetes.io/component"), []string{"api", "migrate"})
 	if got := list(redis.Obj, "spec", "egress"); len(got) != 0 {
 		t.Errorf("standalone Redis egress %v, want none", got)
 	}

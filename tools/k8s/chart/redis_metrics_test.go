@@ -133,21 +133,17 @@ func TestRedisMetricsSidecar(t *testing.T) {
 			// No password in the pod spec: every password variable comes from
 			// a Secret, and no argument passes one (the chart never knows the
 			// password: it is generated in the cluster or the user's Secret).
-			for _, key := range []string{"initContainers", "containers"} {
-				for _, ctr := range list(spec, key) {
-					ctr := ctr.(map[string]any)
-					for _, e := range list(ctr, "env") {
-						e := e.(map[string]any)
-						if n := str(e, "name"); strings.Contains(n, "PASSWORD") || strings.Contains(n, "AUTH") {
-							if _, literal := e["value"]; literal || str(e, "valueFrom", "secretKeyRef", "name") == "" {
-								t.Errorf("container %s: %s is not from a Secret: %v", str(ctr, "name"), n, e)
-							}
+			for _, ctr := range containers(spec) {
+				for _, e := range each(ctr, "env") {
+					if n := str(e, "name"); strings.Contains(n, "PASSWORD") || strings.Contains(n, "AUTH") {
+						if _, literal := e["value"]; literal || str(e, "valueFrom", "secretKeyRef", "name") == "" {
+							t.Errorf("container %s: %s is not from a Secret: %v", str(ctr, "name"), n, e)
 						}
 					}
-					for _, a := range append(list(ctr, "command"), list(ctr, "args")...) {
-						if s, _ := a.(string); strings.Contains(s, "--redis.password=") || strings.Contains(s, "requirepass ") && !strings.Contains(s, "$escaped") {
-							t.Errorf("container %s passes a password in an argument: %q", str(ctr, "name"), s)
-						}
+				}
+				for _, a := range append(list(ctr, "command"), list(ctr, "args")...) {
+					if s, _ := a.(string); strings.Contains(s, "--redis.password=") || strings.Contains(s, "requirepass ") && !strings.Contains(s, "$escaped") {
+						t.Errorf("container %s passes a password in an argument: %q", str(ctr, "name"), s)
 					}
 				}
 			}
@@ -286,11 +282,9 @@ func r0(t testing.TB, r rendered, kind, name string) map[string]any {
 // metricsRule is the API policy's ingress rule for its metrics port.
 func metricsRule(t testing.TB, np map[string]any) map[string]any {
 	t.Helper()
-	for _, rule := range list(np, "spec", "ingress") {
-		for _, p := range list(rule.(map[string]any), "ports") {
-			if str(p.(map[string]any), "port") == "metrics" {
-				return rule.(map[string]any)
-			}
+	for _, rule := range each(np, "spec", "ingress") {
+		if hasPort(list(rule, "ports"), "metrics") {
+			return rule
 		}
 	}
 	t.Fatal("the API policy has no metrics rule")

@@ -359,6 +359,50 @@ func list(m map[string]any, keys ...string) []any {
 	return l
 }
 
+// each is every map a path reaches, stepping into each item of the lists
+// along the way: each(ingress, "spec", "rules", "http", "paths") is the paths
+// of all its rules.
+func each(v any, path ...string) []map[string]any {
+	switch v := v.(type) {
+	case []any:
+		var out []map[string]any
+		for _, it := range v {
+			out = append(out, each(it, path...)...)
+		}
+		return out
+	case map[string]any:
+		if len(path) == 0 {
+			return []map[string]any{v}
+		}
+		return each(v[path[0]], path[1:]...)
+	}
+	return nil
+}
+
+// walk calls f with every value within v (of a map's key, or a list's item,
+// key ""), and its path; where f returns false it does not walk into it.
+func walk(v any, path string, f func(path, key string, v any) bool) {
+	switch n := v.(type) {
+	case map[string]any:
+		for k, c := range n {
+			if f(path+"."+k, k, c) {
+				walk(c, path+"."+k, f)
+			}
+		}
+	case []any:
+		for i, c := range n {
+			if p := fmt.Sprintf("%s[%d]", path, i); f(p, "", c) {
+				walk(c, p, f)
+			}
+		}
+	}
+}
+
+// containers are a pod spec's init containers, then its containers.
+func containers(spec map[string]any) []map[string]any {
+	return append(each(spec, "initContainers"), each(spec, "containers")...)
+}
+
 // podSpec returns the pod spec of a workload (Deployment, StatefulSet, Job)
 // or of a Pod, nil for other kinds.
 func podSpec(o object) map[string]any {
@@ -383,9 +427,9 @@ func filesOf(set string) []string {
 
 // byName is the item of a list (containers, volumes, ports...) called name,
 // nil without it.
-func byName(items []any, name string) map[string]any {
+func byName[T any](items []T, name string) map[string]any {
 	for _, it := range items {
-		if m, _ := it.(map[string]any); str(m, "name") == name {
+		if m, _ := any(it).(map[string]any); str(m, "name") == name {
 			return m
 		}
 	}
@@ -399,10 +443,10 @@ func container(spec map[string]any, name string) map[string]any {
 
 // fieldOf is a field of every item of a list, in order: the names of
 // containers, the mount paths of mounts...
-func fieldOf(items []any, keys ...string) []string {
+func fieldOf[T any](items []T, keys ...string) []string {
 	var out []string
 	for _, it := range items {
-		m, _ := it.(map[string]any)
+		m, _ := any(it).(map[string]any)
 		out = append(out, str(m, keys...))
 	}
 	return out

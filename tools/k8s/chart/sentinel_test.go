@@ -2,6 +2,7 @@ package chart
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -105,32 +106,23 @@ func TestSentinelArchitecture(t *testing.T) {
 	if eg := list(redisPolicy, "spec", "egress"); len(eg) != 2 || !hasPort(list(eg[1].(map[string]any), "ports"), 6379) || !hasPort(list(eg[1].(map[string]any), "ports"), 26379) {
 		t.Errorf("Redis egress %v, want DNS and the other servers and Sentinels", eg)
 	}
-	var peers bool
-	for _, in := range list(redisPolicy, "spec", "ingress") {
-		in := in.(map[string]any)
+	peers := slices.ContainsFunc(each(redisPolicy, "spec", "ingress"), func(in map[string]any) bool {
 		from := list(in, "from")
-		if len(from) == 1 && dig(from[0].(map[string]any), "podSelector", "matchLabels", "app.kubernetes.io/component") == "redis" {
-			peers = true
-		}
-	}
+		return len(from) == 1 && dig(from[0].(map[string]any), "podSelector", "matchLabels", "app.kubernetes.io/component") == "redis"
+	})
 	if !peers {
 		t.Error("the Redis NetworkPolicy does not admit the other Redis pods")
 	}
-	var apiToSentinel bool
 	restricted := mustRender(t, []string{sentinelValues}, map[string]any{"networkPolicy": map[string]any{"allowExternalEgress": false}})
-	for _, eg := range list(restricted.get(t, "NetworkPolicy", "plantstore").Obj, "spec", "egress") {
-		if hasPort(list(eg.(map[string]any), "ports"), 26379) {
-			apiToSentinel = true
-		}
-	}
-	if !apiToSentinel {
+	if !hasPort(each(restricted.get(t, "NetworkPolicy", "plantstore").Obj, "spec", "egress", "ports"), 26379) {
 		t.Error("the API's NetworkPolicy does not let it reach the Sentinels")
 	}
 }
 
-func hasPort(ports []any, port int) bool {
+// hasPort reports whether one of the ports (of a Service, a policy rule) is port.
+func hasPort[T any](ports []T, port any) bool {
 	for _, p := range ports {
-		if fmt.Sprint(dig(p.(map[string]any), "port")) == fmt.Sprint(port) {
+		if m, _ := any(p).(map[string]any); fmt.Sprint(m["port"]) == fmt.Sprint(port) {
 			return true
 		}
 	}
