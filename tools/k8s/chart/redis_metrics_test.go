@@ -40,12 +40,7 @@ func TestRedisMetricsOffLeavesTheRedisPodUnchanged(t *testing.T) {
 	off := mustRender(t, nil)
 	// helm upgrade --reuse-values renders with the installed chart's values:
 	// an older chart's have no redis.metrics.
-	oldValues := deepCopy(t, loadChart(t).Values)
-	delete(oldValues["redis"].(map[string]any), "metrics")
-	old, err := renderUpgrade(t, installed{ChartVersion: "1.1.0", ChartValues: oldValues}, upgradeFlags{ReuseValues: true}, nil)
-	if err != nil {
-		t.Fatalf("helm upgrade --reuse-values from values without redis.metrics: %v", err)
-	}
+	old := reuseValuesWithout(t, "metrics")
 	if a, b := off.get(t, "StatefulSet", "plantstore-redis").Text, old.get(t, "StatefulSet", "plantstore-redis").Text; a != b {
 		t.Errorf("the Redis StatefulSet with redis.metrics off differs from the one without the value:\n%s\n---\n%s", a, b)
 	}

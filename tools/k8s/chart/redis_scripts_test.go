@@ -231,34 +231,45 @@ var scriptHosts = []string{
 // scenario is a run of a script against the fakes: run runs it with args.
 type scenario = func(t *testing.T, f *fakeRedisCLI, run func(args ...string) scriptRun)
 
-// runScenarios runs each scenario of a script, in parallel, as a subtest.
+// runScenarios runs each scenario of a script, in parallel, as a subtest, and in it with each copy
+// of the script, as a subtest each.
 func runScenarios(t *testing.T, script string, scenarios map[string]scenario) {
 	for name, s := range scenarios {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			redisScriptRunners(t, script, s)
+			for _, c := range scriptCopies(t, script) {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					f := newFakeRedisCLI(t)
+					s(t, f, func(args ...string) scriptRun { return f.run(c.text, c.env, args...) })
+				})
+			}
 		})
 	}
 }
 
-// redisScriptRunners runs a scenario twice, as a subtest each: with the file as it is, its settings
-// in the environment, and with the ConfigMap's copy for the ci set, which has them written in.
-func redisScriptRunners(t *testing.T, script string, scenario scenario) {
+// startScripts are the containers whose command is a script of files/redis; the other scripts are
+// the ConfigMap's.
+var startScripts = map[string]string{"sentinel.sh": "sentinel", "redis.sh": "redis"}
+
+// scriptCopy is a copy of a script of files/redis, and the environment it runs with.
+type scriptCopy struct {
+	name, text string
+	env        []string
+}
+
+// scriptCopies are a script's two copies: the file as it is, its settings in the environment, and
+// the chart's for the ci set, which has them written in.
+func scriptCopies(t *testing.T, script string) []scriptCopy {
 	t.Helper()
-	r := mustRender(t, []string{sentinelValues}, map[string]any{"redis": map[string]any{"sentinel": map[string]any{"downAfterMilliseconds": 5000}}})
+	r := mustRender(t, []string{sentinelValues}, valueAt("redis.sentinel.downAfterMilliseconds", 5000))
 	rendered := str(r.get(t, "ConfigMap", "plantstore-redis").Obj, "data", script)
-	file := redisScriptFile(t, script)
-	env := []string{"REDIS_HOSTS=" + strings.Join(scriptHosts, " "), "MASTER_NAME=plantstore", "DOWN_AFTER_MS=5000"}
-	for _, c := range []struct {
-		name, text string
-		env        []string
-	}{{"file", file, env}, {"rendered", rendered, nil}} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFakeRedisCLI(t)
-			scenario(t, f, func(args ...string) scriptRun { return f.run(c.text, c.env, args...) })
-		})
+	if c, ok := startScripts[script]; ok {
+		rendered = containerCommand(t, r.get(t, "StatefulSet", "plantstore-redis"), c)
 	}
+	env := []string{"REDIS_HOSTS=" + strings.Join(scriptHosts, " "), "REDIS_DOMAIN=plantstore-redis.plantstore.svc",
+		"MASTER_NAME=plantstore", "QUORUM=2", "DOWN_AFTER_MS=5000", "FAILOVER_TIMEOUT_MS=30000"}
+	return []scriptCopy{{"file", redisScriptFile(t, script), env}, {"rendered", rendered, nil}}
 }
 
 // sentinelMasterReply is SENTINEL master's reply (redis-cli --raw): names and values, a line each.
@@ -523,26 +534,12 @@ func wantFile(t *testing.T, path, want string) {
 	}
 }
 
-// startScriptCopies are a start script's two copies: the file, its settings in the environment, and
-// the StatefulSet's, which has them written in.
-func startScriptCopies(t *testing.T, file, container string) []startScript {
-	t.Helper()
-	sts := mustRender(t, []string{sentinelValues}).get(t, "StatefulSet", "plantstore-redis")
-	env := []string{"REDIS_DOMAIN=plantstore-redis.plantstore.svc", "MASTER_NAME=plantstore", "QUORUM=2", "DOWN_AFTER_MS=5000", "FAILOVER_TIMEOUT_MS=30000"}
-	return []startScript{{"file", redisScriptFile(t, file), env}, {"rendered", containerCommand(t, sts, container), nil}}
-}
-
-type startScript struct {
-	name, text string
-	env        []string
-}
-
 // sentinel.sh, the Sentinel container's command, writes a configuration that watches the master
 // find-master.sh names, with the password escaped, readable by its user only, and runs Sentinel on
 // it; it starts none when find-master.sh fails.
 func TestSentinelScript(t *testing.T) {
 	me, master := scriptHosts[1], scriptHosts[0]
-	for _, c := range startScriptCopies(t, "sentinel.sh", "sentinel") {
+	for _, c := range scriptCopies(t, "sentinel.sh") {
 		t.Run(c.name, func(t *testing.T) {
 			run := runStartScript(t, c.text, c.env, master)
 			if want := "sentinel: " + me + " watches " + master + "\nredis-server " + run.dir + "/sentinel.conf --sentinel\n"; run.err != nil || run.out != want {
@@ -570,7 +567,7 @@ func TestSentinelScript(t *testing.T) {
 // names unless that is the pod itself, announced by its DNS name; no server when find-master.sh fails.
 func TestRedisStartScript(t *testing.T) {
 	me := scriptHosts[1]
-	for _, c := range startScriptCopies(t, "redis.sh", "redis") {
+	for _, c := range scriptCopies(t, "redis.sh") {
 		t.Run(c.name, func(t *testing.T) {
 			for _, tc := range []struct{ master, says, replication string }{
 				{scriptHosts[0], "replica of " + scriptHosts[0], "replica-announce-ip " + me + "\nreplicaof " + scriptHosts[0] + " 6379\n"},

@@ -226,6 +226,22 @@ func renderUpgrade(t testing.TB, from installed, flags upgradeFlags, now map[str
 	return parseRelease(t, rel), nil
 }
 
+// reuseValuesWithout renders `helm upgrade --reuse-values` over a release
+// of chart 1.1.0 whose values are this chart's less the redis keys given:
+// an older chart's, from before those values.
+func reuseValuesWithout(t testing.TB, redisKeys ...string) rendered {
+	t.Helper()
+	old := deepCopy(t, loadChart(t).Values)
+	for _, k := range redisKeys {
+		delete(old["redis"].(map[string]any), k)
+	}
+	r, err := renderUpgrade(t, installed{ChartVersion: "1.1.0", ChartValues: old}, upgradeFlags{ReuseValues: true}, nil)
+	if err != nil {
+		t.Fatalf("helm upgrade --reuse-values from values without redis.%v: %v", redisKeys, err)
+	}
+	return r
+}
+
 // parseRelease splits a release's manifest and hooks into objects, in the
 // order helm template prints them.
 func parseRelease(t testing.TB, rel *release.Release) rendered {

@@ -198,25 +198,27 @@ func toAny(s []string) []any {
 	return out
 }
 
-// TestSentinelAcksDecided: config.redis.minReplicaAcks null is 1 with the
-// chart's Sentinel and 0 with its standalone Redis; a number decides.
-func TestSentinelAcksDecided(t *testing.T) {
-	acks := func(v any) map[string]any {
-		return map[string]any{"config": map[string]any{"redis": map[string]any{"minReplicaAcks": v}}}
-	}
+// Values the API's environment takes as the chart decides them:
+// config.redis.minReplicaAcks null is 1 with the chart's Sentinel and 0 with
+// its standalone Redis, a number decides; config.docsPage (the reference page,
+// GET /docs) is on by default, and an operator who wants none turns it off.
+func TestAPIEnvironmentFromValues(t *testing.T) {
+	const acks, docs = "PLANTSTORE_REDIS_MIN_REPLICA_ACKS", "PLANTSTORE_DOCS_PAGE"
 	for _, tc := range []struct {
-		name   string
-		files  []string
-		values []map[string]any
-		want   string
+		name      string
+		files     []string
+		values    map[string]any
+		env, want string
 	}{
-		{"standalone", nil, nil, "0"},
-		{"sentinel", []string{sentinelValues}, nil, "1"},
-		{"sentinel, 0 asked for", []string{sentinelValues}, []map[string]any{acks(0)}, "0"},
-		{"sentinel, 2 asked for", []string{sentinelValues}, []map[string]any{acks(2)}, "2"},
+		{"minReplicaAcks/standalone", nil, nil, acks, "0"},
+		{"minReplicaAcks/sentinel", []string{sentinelValues}, nil, acks, "1"},
+		{"minReplicaAcks/sentinel, 0 asked for", []string{sentinelValues}, valueAt("config.redis.minReplicaAcks", 0), acks, "0"},
+		{"minReplicaAcks/sentinel, 2 asked for", []string{sentinelValues}, valueAt("config.redis.minReplicaAcks", 2), acks, "2"},
+		{"docsPage/default", nil, nil, docs, "true"},
+		{"docsPage/false", nil, valueAt("config.docsPage", false), docs, "false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantEqual(t, "PLANTSTORE_REDIS_MIN_REPLICA_ACKS", envOf(api(t, mustRender(t, tc.files, tc.values...)))["PLANTSTORE_REDIS_MIN_REPLICA_ACKS"], tc.want)
+			wantEqual(t, tc.env, envOf(api(t, mustRender(t, tc.files, tc.values)))[tc.env], tc.want)
 		})
 	}
 }
@@ -225,14 +227,7 @@ func TestSentinelAcksDecided(t *testing.T) {
 // redis.architecture (helm upgrade --reuse-values within 1.2) renders the
 // standalone Redis exactly as the default does: nothing restarts it.
 func TestStandaloneUnchangedBySentinelValues(t *testing.T) {
-	old := deepCopy(t, loadChart(t).Values)
-	redis := old["redis"].(map[string]any)
-	delete(redis, "architecture")
-	delete(redis, "sentinel")
-	before, err := renderUpgrade(t, installed{ChartVersion: "1.1.0", ChartValues: old}, upgradeFlags{ReuseValues: true}, nil)
-	if err != nil {
-		t.Fatalf("helm upgrade --reuse-values from values without redis.architecture: %v", err)
-	}
+	before := reuseValuesWithout(t, "architecture", "sentinel")
 	now := mustRender(t, nil)
 	for _, kind := range []string{"StatefulSet", "ConfigMap", "Service"} {
 		if a, b := before.get(t, kind, "plantstore-redis").Text, now.get(t, kind, "plantstore-redis").Text; a != b {
