@@ -3,114 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	domain "github.com/plantstore/plantstore/internal/plant"
+	"github.com/plantstore/plantstore/internal/redistest"
 	"github.com/plantstore/plantstore/internal/store"
 )
-
-// startRedis starts a throw-away redis-server on a free loopback port.
-// redis-server cannot bind port 0 and report the port it got, so the port
-// is chosen first (below the kernel's ephemeral range, which any outgoing
-// connection may take) and may be taken before redis-server binds it: a
-// start that fails so is tried again on another, up to 10 times.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("REDIS_SERVER")
-	if bin == "" {
-		var err error
-		if bin, err = exec.LookPath("redis-server"); err != nil {
-			bin = "/usr/bin/redis-server"
-		}
-	}
-	var taken []string
-	for range 10 {
-		addr, log, ok := launchRedis(t, bin)
-		if ok {
-			return addr
-		}
-		taken = append(taken, addr+": "+log)
-	}
-	t.Fatalf("redis-server found its port taken 10 times:\n%s", strings.Join(taken, "\n"))
-	return ""
-}
-
-// launchRedis is one start of startRedis; ok is false when the port was
-// taken (redis-server exited on "Address already in use", or another
-// process answered on it), and log says so.
-func launchRedis(t *testing.T, bin string) (addr, log string, ok bool) {
-	t.Helper()
-	port := 0
-	for range 1000 {
-		p := 10000 + rand.IntN(32768-10000)
-		if ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p))); err == nil {
-			ln.Close()
-			port = p
-			break
-		}
-	}
-	if port == 0 {
-		t.Fatal("no free loopback port below 32768 in 1000 tries")
-	}
-	addr = "127.0.0.1:" + strconv.Itoa(port)
-	var out strings.Builder // read only once the process has exited
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting redis-server (set REDIS_SERVER): %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	kill := func() { _ = cmd.Process.Kill(); <-exited }
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
-		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if info, err := c.Info(context.Background(), "server").Result(); err == nil {
-			if !strings.Contains(info, "process_id:"+strconv.Itoa(cmd.Process.Pid)+"\r\n") {
-				kill()
-				return addr, "another process answered on the port", false
-			}
-			t.Cleanup(kill)
-			return addr, "", true
-		}
-		select {
-		case <-exited:
-			if strings.Contains(out.String(), "Address already in use") {
-				return addr, out.String(), false
-			}
-			t.Fatalf("redis-server exited at start:\n%s", out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			kill()
-			t.Fatalf("redis-server did not answer:\n%s", out.String())
-		}
-	}
-}
 
 // The floor keeps the contract's observable behaviour for valid requests:
 // 200 and the Plant, 200 again for the same body, 409 for a different one,
 // stored under the service's key.
 func TestFloor(t *testing.T) {
-	addr := startRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
+	rdb := redistest.Start(t).Client()
 	f := &floor{rdb: rdb, prefix: "plantstore:"}
 	post := func(body string) (int, string) {
 		w := httptest.NewRecorder()
@@ -146,9 +54,7 @@ func TestFloor(t *testing.T) {
 // plant, pages in id order linked by cursors until the last, DELETE once
 // (204) then 404, and the deleted plant gone from the listing.
 func TestFloorResourceRoutes(t *testing.T) {
-	addr := startRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
+	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
 	const prefix = "plantstore:"
 	tropical := "tropical"
