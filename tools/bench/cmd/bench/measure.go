@@ -171,7 +171,7 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		rs = append(rs, &running{v: v, p: p, target: target, m: m})
 		h.logf("%s %-20s ready in %.1f ms (pid %d, %s)", tag, v.name, m.ReadyMs, p.pid(), api)
 	}
-	if !sleep(ctx, h.opts.settle) {
+	if !load.Sleep(ctx, h.opts.settle) {
 		return rd, ctx.Err()
 	}
 	for _, r := range rs {
@@ -409,14 +409,3 @@ func lastLines(b []byte, n int) string {
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}

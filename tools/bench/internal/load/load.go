@@ -59,9 +59,6 @@ func (t *Target) With(route Route) *Target {
 	return &c
 }
 
-// Addr is the target's address.
-func (t *Target) Addr() string { return t.addr }
-
 // AppendRequest appends the bytes of one POST /plants request creating plant
 // id to buf.
 func AppendRequest(buf []byte, host, token string, id int64) []byte {
@@ -69,18 +66,30 @@ func AppendRequest(buf []byte, host, token string, id int64) []byte {
 	b := append(body[:0], `{"id": `...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `, "name": "Monstera", "tag": "tropical"}`...)
-	buf = append(buf, "POST /plants HTTP/1.1\r\nHost: "...)
+	return appendHead(buf, "POST", "/plants", host, token, b)
+}
+
+// appendHead appends a request's head to buf, and body after it when it
+// has one (JSON).
+func appendHead(buf []byte, method, target, host, token string, body []byte) []byte {
+	buf = append(buf, method...)
+	buf = append(buf, ' ')
+	buf = append(buf, target...)
+	buf = append(buf, " HTTP/1.1\r\nHost: "...)
 	buf = append(buf, host...)
-	buf = append(buf, "\r\nUser-Agent: plantstore-bench\r\nContent-Type: application/json\r\n"...)
+	buf = append(buf, "\r\nUser-Agent: plantstore-bench\r\n"...)
 	if token != "" {
 		buf = append(buf, "Authorization: Bearer "...)
 		buf = append(buf, token...)
 		buf = append(buf, "\r\n"...)
 	}
-	buf = append(buf, "Content-Length: "...)
-	buf = strconv.AppendInt(buf, int64(len(b)), 10)
-	buf = append(buf, "\r\n\r\n"...)
-	return append(buf, b...)
+	if body != nil {
+		buf = append(buf, "Content-Type: application/json\r\nContent-Length: "...)
+		buf = strconv.AppendInt(buf, int64(len(body)), 10)
+		buf = append(buf, "\r\n"...)
+	}
+	buf = append(buf, "\r\n"...)
+	return append(buf, body...)
 }
 
 // conn is one keep-alive connection, with the route's state on it.
@@ -123,15 +132,6 @@ func (t *Target) do(c *conn) (status int, keep bool, bad, err error) {
 
 var errMalformed = errors.New("malformed HTTP response")
 
-// ReadResponse reads one HTTP/1.1 response from br and discards its body. It
-// returns the status code, and keep false when the server closes the
-// connection after it (or the body's length is unknown).
-func ReadResponse(br *bufio.Reader) (status int, keep bool, err error) {
-	var r Response
-	err = readResponse(br, &r)
-	return r.Status, r.Keep, err
-}
-
 // Response is what the generator keeps of an answer: its status, whether
 // the connection stays open, its Link header and its body.
 type Response struct {
@@ -142,47 +142,43 @@ type Response struct {
 }
 
 // readResponse reads one HTTP/1.1 response from br into r, reusing r's
-// buffers.
+// buffers. r.Keep is false when the server closes the connection after it
+// (or the body's length is unknown), and after an error.
 func readResponse(br *bufio.Reader, r *Response) error {
 	r.Status, r.Keep, r.Link, r.Body = 0, false, r.Link[:0], r.Body[:0]
-	var err error
-	r.Status, r.Keep, err = readHead(br, r)
-	return err
-}
-
-func readHead(br *bufio.Reader, r *Response) (status int, keep bool, err error) {
 	line, err := readLine(br)
 	if err != nil {
-		return 0, false, err
+		return err
 	}
 	// HTTP/1.1 200 OK
 	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' {
-		return 0, false, fmt.Errorf("%w: status line %q", errMalformed, line)
+		return fmt.Errorf("%w: status line %q", errMalformed, line)
 	}
-	status, err = strconv.Atoi(string(line[9:12]))
+	status, err := strconv.Atoi(string(line[9:12]))
 	if err != nil {
-		return 0, false, fmt.Errorf("%w: status line %q", errMalformed, line)
+		return fmt.Errorf("%w: status line %q", errMalformed, line)
 	}
-	keep = line[7] == '1'
+	r.Status = status
+	keep := line[7] == '1'
 	length, chunked := int64(-1), false
 	for {
 		h, err := readLine(br)
 		if err != nil {
-			return status, false, err
+			return err
 		}
 		if len(h) == 0 {
 			break
 		}
 		k, v, ok := bytes.Cut(h, []byte(":"))
 		if !ok {
-			return status, false, fmt.Errorf("%w: header %q", errMalformed, h)
+			return fmt.Errorf("%w: header %q", errMalformed, h)
 		}
 		v = bytes.TrimSpace(v)
 		switch {
 		case bytes.EqualFold(k, []byte("Content-Length")):
 			length, err = strconv.ParseInt(string(v), 10, 64)
 			if err != nil || length < 0 {
-				return status, false, fmt.Errorf("%w: Content-Length %q", errMalformed, v)
+				return fmt.Errorf("%w: Content-Length %q", errMalformed, v)
 			}
 		case bytes.EqualFold(k, []byte("Transfer-Encoding")):
 			chunked = bytes.EqualFold(v, []byte("chunked"))
@@ -216,10 +212,8 @@ func readHead(br *bufio.Reader, r *Response) (status int, keep bool, err error) 
 		_, err = io.Copy(body, br)
 		keep = false
 	}
-	if err != nil {
-		return status, false, err
-	}
-	return status, keep, nil
+	r.Keep = keep && err == nil
+	return err
 }
 
 // bodyWriter appends to a Response's body.
@@ -312,30 +306,6 @@ func (r *Result) Add(o Result) {
 	}
 }
 
-type tally struct {
-	mu       sync.Mutex
-	statuses map[int]int64
-	errors   int64
-	bad      int64
-	errSeen  error
-}
-
-func (t *tally) add(statuses map[int]int64, errs, bad int64, firstErr error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.statuses == nil {
-		t.statuses = map[int]int64{}
-	}
-	for k, v := range statuses {
-		t.statuses[k] += v
-	}
-	t.errors += errs
-	t.bad += bad
-	if t.errSeen == nil {
-		t.errSeen = firstErr
-	}
-}
-
 // Closed runs conns connections in a closed loop for warmup+window. Only the
 // answers that arrive within the window after the warm-up count; onStart and
 // onEnd run at its two ends (to read the server's CPU time).
@@ -364,16 +334,17 @@ func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Dura
 		}
 	}()
 
-	var tl tally
 	var mu sync.Mutex
-	var lat []time.Duration
+	var total Result
 	var wg sync.WaitGroup
 	for range conns {
 		wg.Go(func() {
-			statuses := map[int]int64{}
-			var local []time.Duration
-			var errs, bads int64
-			var firstErr error
+			local := Result{Statuses: map[int]int64{}}
+			fail := func(err error) {
+				if local.FirstError == "" {
+					local.FirstError = err.Error()
+				}
+			}
 			var c *conn
 			defer func() {
 				if c != nil {
@@ -384,9 +355,9 @@ func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Dura
 				if c == nil {
 					var err error
 					if c, err = t.dial(ctx); err != nil {
-						errs++
-						firstErr = cmpErr(firstErr, err)
-						sleepCtx(ctx, 10*time.Millisecond)
+						local.Errors++
+						fail(err)
+						Sleep(ctx, 10*time.Millisecond)
 						continue
 					}
 				}
@@ -397,23 +368,23 @@ func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Dura
 				status, keep, bad, err := t.do(c)
 				done := time.Now()
 				if err != nil {
-					errs++
-					firstErr = cmpErr(firstErr, err)
+					local.Errors++
+					fail(err)
 					if !keep {
 						c.c.Close()
 						c = nil
 					} else {
-						sleepCtx(ctx, 10*time.Millisecond) // nothing sent: the route had no request
+						Sleep(ctx, 10*time.Millisecond) // nothing sent: the route had no request
 					}
 					continue
 				}
-				statuses[status]++
+				local.Statuses[status]++
 				if bad != nil {
-					bads++
-					firstErr = cmpErr(firstErr, bad)
+					local.Bad++
+					fail(bad)
 				}
 				if !done.Before(winStart) && !done.After(winEnd) {
-					local = append(local, done.Sub(sent))
+					local.Latencies = append(local.Latencies, done.Sub(sent))
 				}
 				if !keep {
 					c.c.Close()
@@ -421,9 +392,8 @@ func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Dura
 				}
 			}
 			mu.Lock()
-			lat = append(lat, local...)
+			total.Add(local)
 			mu.Unlock()
-			tl.add(statuses, errs, bads, firstErr)
 		})
 	}
 	wg.Wait()
@@ -431,9 +401,8 @@ func (t *Target) Closed(ctx context.Context, conns int, warmup, window time.Dura
 	if err := ctx.Err(); err != nil && time.Now().Before(winEnd) {
 		return Result{}, err // interrupted, not finished
 	}
-	r := result(&tl, lat, window)
-	r.Requests = int64(len(lat))
-	return r, nil
+	total.Window, total.Requests = window, int64(len(total.Latencies))
+	return total, nil
 }
 
 // Open sends rate requests a second for window, each at its intended time
@@ -542,40 +511,17 @@ func (t *Target) Open(ctx context.Context, rate float64, window time.Duration, m
 		// When the answer came, counted from the schedule's start.
 		last = max(last, time.Duration(float64(i)*interval)+lat[i])
 	}
-	var tl tally
-	var e error
+	r := Result{Window: max(window, last), Requests: int64(len(answered)), Bad: badCount.Load(), Errors: errCount.Load(),
+		Statuses: statuses, Latencies: answered, Scheduled: int64(n), Lag: lags}
 	if p := firstErr.Load(); p != nil {
-		e = *p
+		r.FirstError = (*p).Error()
 	}
-	tl.add(statuses, errCount.Load(), badCount.Load(), e)
-	r := result(&tl, answered, max(window, last))
-	r.Requests = int64(len(answered))
-	r.Scheduled = int64(n)
-	r.Lag = lags
 	return r, nil
 }
 
-func result(tl *tally, lat []time.Duration, window time.Duration) Result {
-	r := Result{Window: window, Statuses: tl.statuses, Errors: tl.errors, Bad: tl.bad, Latencies: lat}
-	if r.Statuses == nil {
-		r.Statuses = map[int]int64{}
-	}
-	if tl.errSeen != nil {
-		r.FirstError = tl.errSeen.Error()
-	}
-	return r
-}
-
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
-// sleepCtx sleeps for d unless ctx ends first; it reports whether it slept
+// Sleep sleeps for d unless ctx ends first; it reports whether it slept
 // the whole time.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+func Sleep(ctx context.Context, d time.Duration) bool {
 	tm := time.NewTimer(d)
 	defer tm.Stop()
 	select {

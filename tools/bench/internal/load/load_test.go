@@ -40,12 +40,12 @@ func TestReadResponse(t *testing.T) {
 		status int
 		keep   bool
 	}{{200, true}, {409, true}, {204, true}, {503, false}} {
-		status, keep, err := ReadResponse(br)
-		if err != nil || status != want.status || keep != want.keep {
-			t.Fatalf("ReadResponse = %d %v %v, want %d %v", status, keep, err, want.status, want.keep)
+		var r Response
+		if err := readResponse(br, &r); err != nil || r.Status != want.status || r.Keep != want.keep {
+			t.Fatalf("readResponse = %d %v %v, want %d %v", r.Status, r.Keep, err, want.status, want.keep)
 		}
 	}
-	if _, _, err := ReadResponse(bufio.NewReader(strings.NewReader("garbage\r\n\r\n"))); err == nil {
+	if err := readResponse(bufio.NewReader(strings.NewReader("garbage\r\n\r\n")), &Response{}); err == nil {
 		t.Error("garbage: no error")
 	}
 }
