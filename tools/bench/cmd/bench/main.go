@@ -131,40 +131,36 @@ func realMain() int {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if o.short {
-		for name, apply := range map[string]func(){
-			"rounds":         func() { o.rounds = 1 },
-			"duration":       func() { o.duration = time.Second },
-			"rate-duration":  func() { o.rateDuration = time.Second },
-			"warmup":         func() { o.warmup = 500 * time.Millisecond },
-			"route-duration": func() { o.routeDuration = time.Second },
-			"route-warmup":   func() { o.routeWarmup = 250 * time.Millisecond },
-			"benchtime":      func() { o.benchtime = "2000x" },
-			"sweep-conns":    func() { *sweepConns = "200" },
-			"sweep-duration": func() { o.sweepDuration = time.Second },
-		} {
-			if !set[name] {
+	// The defaults of -short and -scale, for the flags not given.
+	defaults := func(on bool, table map[string]func()) {
+		for name, apply := range table {
+			if on && !set[name] {
 				apply()
 			}
 		}
 	}
+	defaults(o.short, map[string]func(){
+		"rounds":         func() { o.rounds = 1 },
+		"duration":       func() { o.duration = time.Second },
+		"rate-duration":  func() { o.rateDuration = time.Second },
+		"warmup":         func() { o.warmup = 500 * time.Millisecond },
+		"route-duration": func() { o.routeDuration = time.Second },
+		"route-warmup":   func() { o.routeWarmup = 250 * time.Millisecond },
+		"benchtime":      func() { o.benchtime = "2000x" },
+		"sweep-conns":    func() { *sweepConns = "200" },
+		"sweep-duration": func() { o.sweepDuration = time.Second },
+	})
+	defaults(o.scaleOn && o.short, map[string]func(){
+		"scale-sizes":    func() { *scaleSizes = "200000" },
+		"scale-window":   func() { o.scale.window = 500 * time.Millisecond },
+		"scale-warmup":   func() { o.scale.warmup = 200 * time.Millisecond },
+		"scale-rounds":   func() { o.scale.rounds = 1 },
+		"migrate-plants": func() { o.scale.migrate = 5000 },
+		"outage":         func() { o.scale.outage = 2 * time.Second },
+		"drain":          func() { o.scale.drain = 10 * time.Second },
+	})
+	defaults(o.scaleOn && !o.short, map[string]func(){"timeout": func() { o.timeout = 2 * time.Hour }})
 	if o.scaleOn {
-		for name, apply := range map[string]func(){
-			"scale-sizes":    func() { *scaleSizes = "200000" },
-			"scale-window":   func() { o.scale.window = 500 * time.Millisecond },
-			"scale-warmup":   func() { o.scale.warmup = 200 * time.Millisecond },
-			"scale-rounds":   func() { o.scale.rounds = 1 },
-			"migrate-plants": func() { o.scale.migrate = 5000 },
-			"outage":         func() { o.scale.outage = 2 * time.Second },
-			"drain":          func() { o.scale.drain = 10 * time.Second },
-			"timeout":        func() { o.timeout = 2 * time.Hour },
-		} {
-			if o.short && name != "timeout" || !o.short && name == "timeout" {
-				if !set[name] {
-					apply()
-				}
-			}
-		}
 		var err error
 		if o.scale.sizes, err = parseSizes(*scaleSizes, o.scale.base); err != nil || o.scale.window <= 0 || o.scale.rounds < 1 || o.scale.warmup < 0 || !(o.scale.forkRate > 0) || o.scale.migrate < 0 || o.scale.outage < 0 || o.scale.drain <= 0 {
 			fmt.Fprintf(os.Stderr, "bench: -scale-sizes must be ascending plant counts above -scale-base (%v); -scale-window, -scale-rounds, -fork-rate positive; -drain positive; -migrate-plants, -outage not negative\n", err)
@@ -193,15 +189,11 @@ func realMain() int {
 	defer cancel()
 
 	h := &harness{opts: o, start: time.Now()}
-	if o.scaleOn {
-		code := h.scaleMain(ctx)
-		h.teardown(code != 0)
-		return code
+	code, err := h.dispatch(ctx)
+	if err != nil {
+		h.logf("error: %v", err)
+		code = 1
 	}
-	if o.render {
-		return h.render()
-	}
-	code := h.main(ctx)
 	h.teardown(code != 0)
 	return code
 }
@@ -210,28 +202,43 @@ func (h *harness) logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "[%6.1fs] %s\n", time.Since(h.start).Seconds(), fmt.Sprintf(format, a...))
 }
 
-func (h *harness) main(ctx context.Context) int {
+// dispatch runs what the flags ask for: -scale (scale.go), -render, or
+// the rounds.
+func (h *harness) dispatch(ctx context.Context) (int, error) {
 	root, err := findRepo(h.opts.repo)
 	if err != nil {
-		h.logf("error: %v", err)
-		return 1
+		return 1, err
 	}
 	h.bench = filepath.Join(root, "tools", "bench")
 	out, png, err := h.outputs(root)
-	if err != nil {
-		h.logf("error: %v", err)
-		return 1
-	}
-	// A report that cannot take the figures is found before the rounds, not after.
-	if previous, err := os.ReadFile(out); err == nil {
-		if _, err := report.Block(previous); err != nil {
-			h.logf("error: %s: %v", out, err)
-			return 1
+	switch {
+	case err != nil:
+		return 1, err
+	case h.opts.scaleOn:
+		return h.scaleMain(ctx, root, out)
+	case h.opts.render:
+		// The report's figures block and chart from the run's data saved
+		// beside it, nothing measured.
+		run, err := readData[report.Run](dataPath(out))
+		if err != nil {
+			return 1, err
 		}
+		if err := write(run, out, png, false); err != nil {
+			return 1, err
+		}
+		h.logf("rendered %s and %s from %s", out, png, dataPath(out))
+		return 0, nil
 	}
+	return h.main(ctx, root, out, png)
+}
+
+func (h *harness) main(ctx context.Context, root, out, png string) (int, error) {
+	if err := checkSection(out, report.FiguresSection); err != nil {
+		return 1, err
+	}
+	var err error
 	if h.work, err = os.MkdirTemp("", "plantstore-bench-"); err != nil {
-		h.logf("error: %v", err)
-		return 1
+		return 1, err
 	}
 	h.run = &report.Run{
 		Date:          time.Now(),
@@ -259,8 +266,7 @@ func (h *harness) main(ctx context.Context) int {
 	if err := h.measure(ctx, root); err != nil {
 		// Interrupted, out of time, or a server or phase that could not run:
 		// no report from a partial run.
-		h.logf("error: %v", err)
-		return 1
+		return 1, err
 	}
 	h.run.Machine.LoadAfter = loadAverage()
 	h.run.Elapsed = time.Since(h.start)
@@ -280,29 +286,29 @@ func (h *harness) main(ctx context.Context) int {
 		h.logf("the run failed: writing its report to %s, not to docs/", out)
 	}
 	if err := write(h.run, out, png, true); err != nil {
-		h.logf("error: %v", err)
-		return 1
+		return 1, err
 	}
 	h.logf("wrote %s, %s and %s in %s", out, png, dataPath(out), h.run.Elapsed.Round(time.Second))
-	code := 0
-	for _, f := range h.run.Failures {
-		h.logf("FAILURE: %s", f)
-		code = 1
-	}
-	for _, w := range h.run.Warnings {
-		h.logf("warning: %s", w)
-	}
+	code := h.logFailures(h.run.Failures, "warning", h.run.Warnings)
 	for _, t := range h.run.Targets() {
-		verdict := "PASS"
-		if !t.Pass() {
-			verdict = "FAIL"
-			if h.opts.checkTargets {
-				code = 1
-			}
+		if !t.Pass() && h.opts.checkTargets {
+			code = 1
 		}
-		h.logf("target (issue %2d) %-48s %s (median %.3g %s)", t.Issue, t.Name, verdict, t.Measured.Median, t.Unit)
+		h.logf("target (issue %2d) %-48s %s (median %.3g %s)", t.Issue, t.Name, report.Verdict(t.Pass()), t.Measured.Median, t.Unit)
 	}
-	return code
+	return code, nil
+}
+
+// logFailures logs the run's failures, then its other findings under
+// label, one a line; 1 when it failed.
+func (h *harness) logFailures(failures []string, label string, others []string) int {
+	for _, f := range failures {
+		h.logf("FAILURE: %s", f)
+	}
+	for _, o := range others {
+		h.logf("%s: %s", label, o)
+	}
+	return min(len(failures), 1)
 }
 
 // outputs resolves the report's paths: docs/ by default, a temporary
@@ -333,49 +339,41 @@ func (h *harness) outputs(root string) (out, png string, err error) {
 	return out, png, nil
 }
 
-// render is -render: the report's figures block and chart from the run's
-// data saved beside it, nothing measured.
-func (h *harness) render() int {
-	root, err := findRepo(h.opts.repo)
-	if err != nil {
-		h.logf("error: %v", err)
-		return 1
-	}
-	out, png, err := h.outputs(root)
-	if err != nil {
-		h.logf("error: %v", err)
-		return 1
-	}
-	b, err := os.ReadFile(dataPath(out))
-	if err != nil {
-		h.logf("error: %v", err)
-		return 1
-	}
-	run, err := report.DecodeRun(b)
-	if err != nil {
-		h.logf("error: %s: %v", dataPath(out), err)
-		return 1
-	}
-	if err := write(run, out, png, false); err != nil {
-		h.logf("error: %v", err)
-		return 1
-	}
-	h.logf("rendered %s and %s from %s", out, png, dataPath(out))
-	return 0
-}
-
 // dataPath is where the run's data goes beside the report out.
 func dataPath(out string) string { return strings.TrimSuffix(out, filepath.Ext(out)) + ".json" }
+
+// checkSection refuses a report out that exists without sec: one that
+// cannot take the figures is found before measuring, not after.
+func checkSection(out string, sec report.Section) error {
+	if previous, err := os.ReadFile(out); err == nil {
+		if _, err := sec.Of(previous); err != nil {
+			return fmt.Errorf("%s: %w", out, err)
+		}
+	}
+	return nil
+}
+
+// readData decodes the run's data saved at path.
+func readData[T report.Run | report.ScaleRun](path string) (*T, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	run, err := report.Decode[T](b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return run, nil
+}
 
 // write draws the chart, renders the run into the report's figures block
 // (a new report when out does not exist) and, with save, saves the run's
 // data beside it. A report without the block is left as it is.
 func write(run *report.Run, out, png string, save bool) error {
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(png), 0o755); err != nil {
-		return err
+	for _, dir := range []string{filepath.Dir(out), filepath.Dir(png)} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
 	}
 	run.PNG = ""
 	if err := report.Chart(run, png); err != nil {
@@ -385,20 +383,30 @@ func write(run *report.Run, out, png string, save bool) error {
 	} else {
 		run.PNG = png
 	}
+	data := ""
+	if save {
+		data = dataPath(out)
+	}
+	return writeDoc(out, report.FiguresSection, report.Figures(run), data, run)
+}
+
+// writeDoc replaces sec's content in out (a new document when out does not
+// exist) and, unless data is "", saves the run's data there first.
+func writeDoc[T report.Run | report.ScaleRun](out string, sec report.Section, content []byte, data string, run *T) error {
 	previous, err := os.ReadFile(out)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	md, err := report.Markdown(run, previous)
+	md, err := sec.Replace(previous, content)
 	if err != nil {
 		return fmt.Errorf("%s: %w", out, err)
 	}
-	if save {
-		data, err := report.EncodeRun(run)
+	if data != "" {
+		b, err := report.Encode(run)
 		if err != nil {
 			return err
 		}
-		if err := writeFile(dataPath(out), data); err != nil {
+		if err := writeFile(data, b); err != nil {
 			return err
 		}
 	}

@@ -216,7 +216,7 @@ func TestDocFiguresAreTheRunData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := report.DecodeRun(data)
+	run, err := report.Decode[report.Run](data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestDocFiguresAreTheRunData(t *testing.T) {
 	} else if !bytes.Equal(b, committed) {
 		t.Errorf("docs/%s is not the chart of docs/performance.json; render it again with `cd tools/bench && go run ./cmd/bench -render`", run.PNG)
 	}
-	got, err := report.Block(doc)
+	got, err := report.FiguresSection.Of(doc)
 	if err != nil {
 		t.Fatalf("docs/performance.md: %v", err)
 	}

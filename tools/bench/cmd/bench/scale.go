@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -59,49 +58,28 @@ func scalePaths(out string) (data, png string) {
 	return stem + ".json", stem + ".png"
 }
 
-// scaleMain is realMain's -scale branch, after the flags.
-func (h *harness) scaleMain(ctx context.Context) int {
-	root, err := findRepo(h.opts.repo)
-	if err != nil {
-		h.logf("error: %v", err)
-		return 1
-	}
-	out, _, err := h.outputs(root)
-	if err != nil {
-		h.logf("error: %v", err)
-		return 1
-	}
+// scaleMain is the -scale run, or its -render.
+func (h *harness) scaleMain(ctx context.Context, root, out string) (int, error) {
 	data, png := scalePaths(out)
 	if h.opts.render {
-		b, err := os.ReadFile(data)
+		sr, err := readData[report.ScaleRun](data)
 		if err != nil {
-			h.logf("error: %v", err)
-			return 1
-		}
-		sr, err := report.DecodeScaleRun(b)
-		if err != nil {
-			h.logf("error: %s: %v", data, err)
-			return 1
+			return 1, err
 		}
 		// The data again too: what it renders (the chart's name) is part of it.
-		if err := writeScale(sr, out, png, data, true); err != nil {
-			h.logf("error: %v", err)
-			return 1
+		if err := writeScale(sr, out, png, data); err != nil {
+			return 1, err
 		}
 		h.logf("rendered %s's sizing block and %s from %s", out, png, data)
-		return 0
+		return 0, nil
 	}
-	if previous, err := os.ReadFile(out); err == nil {
-		if _, err := report.SizingBlock(previous); err != nil {
-			h.logf("error: %s: %v", out, err)
-			return 1
-		}
+	if err := checkSection(out, report.SizingSection); err != nil {
+		return 1, err
 	}
+	var err error
 	if h.work, err = os.MkdirTemp("", "plantstore-bench-scale-"); err != nil {
-		h.logf("error: %v", err)
-		return 1
+		return 1, err
 	}
-	h.bench = filepath.Join(root, "tools", "bench")
 	h.run = &report.Run{Machine: machine()}
 	sr := &report.ScaleRun{
 		Date: time.Now(), Command: command(), Short: h.opts.short, Conns: scaleConns,
@@ -109,8 +87,7 @@ func (h *harness) scaleMain(ctx context.Context) int {
 	}
 	h.logf("plantstore bench -scale: sizes %v after a base of %d plants, work dir %s, load average %s", h.opts.scale.sizes, h.opts.scale.base, h.work, h.run.Machine.LoadBefore)
 	if err := h.scale(ctx, root, sr); err != nil {
-		h.logf("error: %v", err)
-		return 1
+		return 1, err
 	}
 	sr.Machine = h.run.Machine
 	sr.Machine.LoadAfter = loadAverage()
@@ -124,33 +101,21 @@ func (h *harness) scaleMain(ctx context.Context) int {
 		data, png = scalePaths(out)
 		h.logf("the run failed: writing its report to %s, not to docs/", out)
 	}
-	if err := writeScale(sr, out, png, data, true); err != nil {
-		h.logf("error: %v", err)
-		return 1
+	if err := writeScale(sr, out, png, data); err != nil {
+		return 1, err
 	}
 	fmt.Printf("%s\n", report.Sizing(sr))
 	h.logf("wrote %s (sizing block), %s and %s in %s", out, png, data, sr.Elapsed.Round(time.Second))
-	code := 0
-	for _, f := range sr.Failures {
-		h.logf("FAILURE: %s", f)
-		code = 1
-	}
-	for _, e := range sr.Errors {
-		h.logf("failed requests: %s", e)
-	}
+	code := h.logFailures(sr.Failures, "failed requests", sr.Errors)
 	for _, g := range sr.Goals() {
-		verdict := "PASS"
-		if !g.Pass {
-			verdict = "FAIL"
-		}
-		h.logf("goal %-60s %s (%s)", g.Name, verdict, g.Measured)
+		h.logf("goal %-60s %s (%s)", g.Name, report.Verdict(g.Pass), g.Measured)
 	}
-	return code
+	return code, nil
 }
 
-// writeScale draws the chart, renders the run into out's sizing block and,
-// with save, saves the run's data.
-func writeScale(sr *report.ScaleRun, out, png, data string, save bool) error {
+// writeScale draws the chart, renders the run into out's sizing block and
+// saves the run's data.
+func writeScale(sr *report.ScaleRun, out, png, data string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
@@ -165,24 +130,7 @@ func writeScale(sr *report.ScaleRun, out, png, data string, save bool) error {
 			sr.PNG = filepath.Base(png)
 		}
 	}
-	previous, err := os.ReadFile(out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	md, err := report.MarkdownSizing(sr, previous)
-	if err != nil {
-		return fmt.Errorf("%s: %w", out, err)
-	}
-	if save {
-		b, err := report.EncodeScaleRun(sr)
-		if err != nil {
-			return err
-		}
-		if err := writeFile(data, b); err != nil {
-			return err
-		}
-	}
-	return writeFile(out, md)
+	return writeDoc(out, report.SizingSection, report.Sizing(sr), data, sr)
 }
 
 // scaleService is the service process of one size.

@@ -104,7 +104,7 @@ func TestDocSizingIsTheRunData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run, err := report.DecodeScaleRun(b)
+	run, err := report.Decode[report.ScaleRun](b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestDocSizingIsTheRunData(t *testing.T) {
 		t.Fatal(err)
 	}
 	dData, dPNG := scalePaths(drawn)
-	if err := writeScale(run, drawn, dPNG, dData, true); err != nil {
+	if err := writeScale(run, drawn, dPNG, dData); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []struct{ committed, rendered string }{{out, drawn}, {png, dPNG}, {data, dData}} {

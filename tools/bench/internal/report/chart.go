@@ -60,25 +60,45 @@ func writeRow(path string, row []*plot.Plot, w vg.Length) error {
 	return f.Close()
 }
 
+// newPlot is a plot with a grid and the legend at the top left.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = true, true
+	return p
+}
+
+// addLine adds xys to p as a line (dashed by dash) through circles in c,
+// named name in the legend.
+func addLine(p *plot.Plot, name string, c color.Color, dash []vg.Length, xys plotter.XYs) error {
+	line, scatter, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	line.Color, line.Width, line.Dashes = c, vg.Points(1.5), dash
+	scatter.Color, scatter.Shape = c, draw.CircleGlyph{}
+	p.Add(line, scatter)
+	p.Legend.Add(name, line, scatter)
+	return nil
+}
+
+// dashed is the dashes of a line drawn beside a solid one of the same colour.
+var dashed = []vg.Length{vg.Points(5), vg.Points(3)}
+
 // latencyPlot is latency against open-loop throughput.
 func latencyPlot(r *Run) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("POST /plants: latency against throughput (open loop, medians of %d round(s))", len(r.Rounds))
-	p.X.Label.Text = "requests per second"
-	p.Y.Label.Text = "latency, ms (log scale)"
+	p := newPlot(fmt.Sprintf("POST /plants: latency against throughput (open loop, medians of %d round(s))", len(r.Rounds)),
+		"requests per second", "latency, ms (log scale)")
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
-
 	points := 0
 	for _, v := range Variants {
 		for _, q := range []struct {
 			name string
 			pick func(Latency) float64
 			dash []vg.Length
-		}{{"p99", P99Of, nil}, {"p50", P50Of, []vg.Length{vg.Points(5), vg.Points(3)}}} {
+		}{{"p99", P99Of, nil}, {"p50", P50Of, dashed}} {
 			var xys plotter.XYs
 			for i := range r.Fractions {
 				x := r.Figure(v, OpenAt(i, AchievedOf)).Median
@@ -92,17 +112,9 @@ func latencyPlot(r *Run) (*plot.Plot, error) {
 				continue
 			}
 			points += len(xys)
-			line, scatter, err := plotter.NewLinePoints(xys)
-			if err != nil {
+			if err := addLine(p, v+" "+q.name, colors[v], q.dash, xys); err != nil {
 				return nil, err
 			}
-			line.Color = colors[v]
-			line.Width = vg.Points(1.5)
-			line.Dashes = q.dash
-			scatter.Color = colors[v]
-			scatter.Shape = draw.CircleGlyph{}
-			p.Add(line, scatter)
-			p.Legend.Add(v+" "+q.name, line, scatter)
 		}
 	}
 	if points == 0 {
@@ -120,10 +132,7 @@ func latencyPlot(r *Run) (*plot.Plot, error) {
 // range over the rounds as error bars) against the number of connections,
 // service and floor, each line's label with the ratios to the floor.
 func concurrencyPlot(r *Run) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = "POST /plants: closed-loop throughput by connections"
-	p.X.Label.Text = "connections (log scale)"
-	p.Y.Label.Text = "requests per second"
+	p := newPlot("POST /plants: closed-loop throughput by connections", "connections (log scale)", "requests per second")
 	p.X.Scale = plot.LogScale{}
 	levels := r.ConcurrencyLevels()
 	ticks := make([]plot.Tick, len(levels))
@@ -131,9 +140,6 @@ func concurrencyPlot(r *Run) *plot.Plot {
 		ticks[i] = plot.Tick{Value: float64(c), Label: fmt.Sprint(c)}
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Add(plotter.NewGrid())
-	p.Legend.Top = true
-	p.Legend.Left = true
 	for _, v := range RouteVariants {
 		var xys plotter.XYs
 		var errs plotter.YErrors
@@ -151,13 +157,13 @@ func concurrencyPlot(r *Run) *plot.Plot {
 		if len(xys) == 0 {
 			continue
 		}
-		line, scatter, err := plotter.NewLinePoints(xys)
-		if err != nil {
+		label := v
+		if v != Floor {
+			label += " (÷ floor " + strings.Join(ratios, ", ") + ")"
+		}
+		if addLine(p, label, colors[v], nil, xys) != nil {
 			continue
 		}
-		line.Color, line.Width = colors[v], vg.Points(1.5)
-		scatter.Color, scatter.Shape = colors[v], draw.CircleGlyph{}
-		p.Add(line, scatter)
 		if bars, err := plotter.NewYErrorBars(struct {
 			plotter.XYs
 			plotter.YErrors
@@ -165,11 +171,6 @@ func concurrencyPlot(r *Run) *plot.Plot {
 			bars.Color = colors[v]
 			p.Add(bars)
 		}
-		label := v
-		if v != Floor {
-			label += " (÷ floor " + strings.Join(ratios, ", ") + ")"
-		}
-		p.Legend.Add(label, line, scatter)
 	}
 	p.Y.Min = 0
 	p.Y.Max *= 1.25

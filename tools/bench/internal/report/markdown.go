@@ -26,57 +26,57 @@ const (
 // figures markers, in order.
 var ErrNoFigures = errors.New("no figures block (" + FiguresBegin + " … " + FiguresEnd + ")")
 
-// blockBounds returns where the figures block's content starts and ends in
-// doc: after the begin marker's line, before the end marker.
-func blockBounds(doc string) (start, end int, err error) {
-	start, end, err = markedBounds(doc, FiguresBegin, FiguresEnd)
-	if err != nil {
-		return 0, 0, ErrNoFigures
-	}
-	return start, end, nil
+// A Section is a block of docs/performance.md the harness writes between
+// two markers, each there once, in order; the rest is written by hand.
+type Section struct {
+	Title      string // the heading of a new document of its own
+	Begin, End string
+	missing    error // the error of a document without the markers
 }
 
-// markedBounds returns where the content between the markers begin and end
-// starts and ends in doc: after begin's line, before end. Each must be there
-// once, in order.
-func markedBounds(doc, begin, end string) (int, int, error) {
-	b := strings.Index(doc, begin)
-	e := strings.Index(doc, end)
-	if b < 0 || e < b || strings.Count(doc, begin) != 1 || strings.Count(doc, end) != 1 {
-		return 0, 0, fmt.Errorf("no block %s … %s", begin, end)
+// The figures block (make bench-load) and the sizing block (make bench-scale).
+var (
+	FiguresSection = Section{"# Performance: one run of tools/bench", FiguresBegin, FiguresEnd, ErrNoFigures}
+	SizingSection  = Section{"# Sizing: one run of tools/bench -scale", SizingBegin, SizingEnd,
+		errors.New("no block " + SizingBegin + " … " + SizingEnd)}
+)
+
+// bounds returns where the section's content starts and ends in doc:
+// after the begin marker's line, before the end marker.
+func (s Section) bounds(doc []byte) (start, end int, err error) {
+	b, e := bytes.Index(doc, []byte(s.Begin)), bytes.Index(doc, []byte(s.End))
+	if b < 0 || e < b || bytes.Count(doc, []byte(s.Begin)) != 1 || bytes.Count(doc, []byte(s.End)) != 1 {
+		return 0, 0, s.missing
 	}
-	start := b + len(begin)
-	if strings.HasPrefix(doc[start:], "\n") {
+	start = b + len(s.Begin)
+	if bytes.HasPrefix(doc[start:], []byte("\n")) {
 		start++
 	}
 	return start, e, nil
 }
 
-// Block returns the content of doc's figures block.
-func Block(doc []byte) ([]byte, error) {
-	start, end, err := blockBounds(string(doc))
+// Of returns the section's content in doc.
+func (s Section) Of(doc []byte) ([]byte, error) {
+	start, end, err := s.bounds(doc)
 	if err != nil {
 		return nil, err
 	}
 	return doc[start:end], nil
 }
 
-// Markdown renders the run into previous, the document's current contents,
-// replacing its figures block and keeping everything else verbatim. Without
-// a previous document (nil) it writes one of its own: a title and the block.
-func Markdown(r *Run, previous []byte) ([]byte, error) {
+// Replace returns previous, the document's current contents, with the
+// section's content replaced by content and everything else kept verbatim.
+// Without a previous document (nil) it writes one of its own: the title
+// and the section.
+func (s Section) Replace(previous, content []byte) ([]byte, error) {
 	if previous == nil {
-		previous = []byte("# Performance: one run of tools/bench\n\n" + FiguresBegin + "\n" + FiguresEnd + "\n")
+		previous = []byte(s.Title + "\n\n" + s.Begin + "\n" + s.End + "\n")
 	}
-	start, end, err := blockBounds(string(previous))
+	start, end, err := s.bounds(previous)
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer
-	b.Write(previous[:start])
-	b.Write(Figures(r))
-	b.Write(previous[end:])
-	return b.Bytes(), nil
+	return slices.Concat(previous[:start], content, previous[end:]), nil
 }
 
 // num formats x with prec decimals, or "–" when it is not a number.
@@ -106,6 +106,14 @@ func ratioCell(r *Run, v string, f func(*Measure) float64, prec int) string {
 		return "1 (reference)"
 	}
 	return cell(r.RatioToFloor(v, f), prec)
+}
+
+// Verdict spells whether a target or a goal was met.
+func Verdict(pass bool) string {
+	if pass {
+		return "PASS"
+	}
+	return "FAIL"
 }
 
 func pct(f float64) string { return fmt.Sprintf("%.0f %%", f*100) }
@@ -185,15 +193,11 @@ func Figures(r *Run) []byte {
 
 	p("| issue | target | measured | verdict |\n|---|---|---|---|\n")
 	for _, t := range r.Targets() {
-		verdict := "FAIL"
-		if t.Pass() {
-			verdict = "PASS"
-		}
 		prec := 1
 		if t.Unit == "×" {
 			prec = 3
 		}
-		p("| %d | %s | %s %s | %s |\n", t.Issue, t.Name, cell(t.Measured, prec), t.Unit, verdict)
+		p("| %d | %s | %s %s | %s |\n", t.Issue, t.Name, cell(t.Measured, prec), t.Unit, Verdict(t.Pass()))
 	}
 	p("\n")
 

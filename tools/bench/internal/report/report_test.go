@@ -48,19 +48,19 @@ func TestMarkdownKeepsTextOutsideTheBlock(t *testing.T) {
 	before := "# Mine\n\nThe  method, *as written*.\n\n"
 	after := "\n## Decision record\n\n| idea | kept |\n"
 	prev := []byte(before + FiguresBegin + "\nstale figures\n" + FiguresEnd + after)
-	md, err := Markdown(sampleRun(), prev)
+	md, err := FiguresSection.Replace(prev, Figures(sampleRun()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := before + FiguresBegin + "\n" + string(Figures(sampleRun())) + FiguresEnd + after
 	if string(md) != want {
-		t.Errorf("Markdown =\n%s\nwant\n%s", md, want)
+		t.Errorf("Replace =\n%s\nwant\n%s", md, want)
 	}
-	again, err := Markdown(sampleRun(), md)
+	again, err := FiguresSection.Replace(md, Figures(sampleRun()))
 	if err != nil || !bytes.Equal(again, md) {
 		t.Errorf("a second rendering changed the document (%v)", err)
 	}
-	if block, err := Block(md); err != nil || !bytes.Equal(block, Figures(sampleRun())) {
+	if block, err := FiguresSection.Of(md); err != nil || !bytes.Equal(block, Figures(sampleRun())) {
 		t.Errorf("Block = %q, %v", block, err)
 	}
 }
@@ -73,11 +73,11 @@ func TestMarkdownNeedsOneBlock(t *testing.T) {
 		"two blocks":      FiguresBegin + FiguresEnd + FiguresBegin + FiguresEnd,
 		"empty, existing": "",
 	} {
-		if _, err := Markdown(sampleRun(), []byte(doc)); !errors.Is(err, ErrNoFigures) {
-			t.Errorf("%s: Markdown error %v, want ErrNoFigures", name, err)
+		if _, err := FiguresSection.Replace([]byte(doc), Figures(sampleRun())); !errors.Is(err, ErrNoFigures) {
+			t.Errorf("%s: Replace error %v, want ErrNoFigures", name, err)
 		}
 	}
-	md, err := Markdown(sampleRun(), nil)
+	md, err := FiguresSection.Replace(nil, Figures(sampleRun()))
 	if err != nil || !strings.HasPrefix(string(md), "# Performance") || !strings.Contains(string(md), "| issue | target |") {
 		t.Errorf("a new report: %v\n%s", err, md)
 	}
@@ -86,11 +86,11 @@ func TestMarkdownNeedsOneBlock(t *testing.T) {
 func TestRunDataRoundTrip(t *testing.T) {
 	r := withSweep(withRoutes(sampleRun()))
 	r.Profile = sampleProfile()
-	b, err := EncodeRun(r)
+	b, err := Encode(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeRun(b)
+	back, err := Decode[Run](b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +98,10 @@ func TestRunDataRoundTrip(t *testing.T) {
 		t.Errorf("figures from the decoded run differ:\n%s\nwant\n%s", got, want)
 	}
 	r.Rounds[0].Measures[Floor].CPUPer1k = math.NaN()
-	if _, err := EncodeRun(r); err == nil {
+	if _, err := Encode(r); err == nil {
 		t.Error("a run with a figure that is not a number was encoded")
 	}
-	if _, err := DecodeRun([]byte(`{"Rounds": [], "Renamed": 1}`)); err == nil {
+	if _, err := Decode[Run]([]byte(`{"Rounds": [], "Renamed": 1}`)); err == nil {
 		t.Error("data with a field the run does not have was decoded")
 	}
 }
@@ -109,7 +109,7 @@ func TestRunDataRoundTrip(t *testing.T) {
 // markdown is the report of r as a new file.
 func markdown(t *testing.T, r *Run) string {
 	t.Helper()
-	md, err := Markdown(r, nil)
+	md, err := FiguresSection.Replace(nil, Figures(r))
 	if err != nil {
 		t.Fatal(err)
 	}

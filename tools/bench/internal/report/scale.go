@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"math"
@@ -12,7 +11,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
@@ -366,11 +364,7 @@ func Sizing(r *ScaleRun) []byte {
 	if goals := r.Goals(); len(goals) > 0 {
 		p("| goal (issue 55) | measured | verdict |\n|---|---|---|\n")
 		for _, g := range goals {
-			verdict := "PASS"
-			if !g.Pass {
-				verdict = "FAIL"
-			}
-			p("| %s | %s | %s |\n", g.Name, g.Measured, verdict)
+			p("| %s | %s | %s |\n", g.Name, g.Measured, Verdict(g.Pass))
 		}
 		p("\n")
 	}
@@ -478,32 +472,6 @@ func Sizing(r *ScaleRun) []byte {
 	return b.Bytes()
 }
 
-// MarkdownSizing renders the run into previous, replacing its sizing block
-// and keeping everything else verbatim (nil: a document of its own).
-func MarkdownSizing(r *ScaleRun, previous []byte) ([]byte, error) {
-	if previous == nil {
-		previous = []byte("# Sizing: one run of tools/bench -scale\n\n" + SizingBegin + "\n" + SizingEnd + "\n")
-	}
-	start, end, err := markedBounds(string(previous), SizingBegin, SizingEnd)
-	if err != nil {
-		return nil, err
-	}
-	var b bytes.Buffer
-	b.Write(previous[:start])
-	b.Write(Sizing(r))
-	b.Write(previous[end:])
-	return b.Bytes(), nil
-}
-
-// SizingBlock returns the content of doc's sizing block.
-func SizingBlock(doc []byte) ([]byte, error) {
-	start, end, err := markedBounds(string(doc), SizingBegin, SizingEnd)
-	if err != nil {
-		return nil, err
-	}
-	return doc[start:end], nil
-}
-
 // opColors are the operations' lines in ScaleChart.
 var opColors = map[string]color.Color{
 	OpGet:      color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
@@ -522,14 +490,8 @@ func ScaleChart(r *ScaleRun, path string) error {
 		return fmt.Errorf("chart: no size measured")
 	}
 	conns := r.Conns[len(r.Conns)-1]
-	lat := plot.New()
-	lat.Title.Text = fmt.Sprintf("p99 by plants stored (closed loop, %d connections)", conns)
-	lat.X.Label.Text = "plants (log scale)"
-	lat.Y.Label.Text = "p99, ms"
-	mem := plot.New()
-	mem.Title.Text = "Redis memory and AOF by plants stored"
-	mem.X.Label.Text = "plants (log scale)"
-	mem.Y.Label.Text = "MiB"
+	lat := newPlot(fmt.Sprintf("p99 by plants stored (closed loop, %d connections)", conns), "plants (log scale)", "p99, ms")
+	mem := newPlot("Redis memory and AOF by plants stored", "plants (log scale)", "MiB")
 	ticks := make([]plot.Tick, len(r.Sizes))
 	for i, s := range r.Sizes {
 		ticks[i] = plot.Tick{Value: float64(s.Plants), Label: plantsLabel(s.Plants)}
@@ -537,10 +499,8 @@ func ScaleChart(r *ScaleRun, path string) error {
 	for _, pl := range []*plot.Plot{lat, mem} {
 		pl.X.Scale = plot.LogScale{}
 		pl.X.Tick.Marker = plot.ConstantTicks(ticks)
-		pl.Add(plotter.NewGrid())
-		pl.Legend.Top, pl.Legend.Left = true, true
 	}
-	addLine := func(pl *plot.Plot, name string, c color.Color, dash []vg.Length, y func(ScaleSize) (float64, bool)) error {
+	bySize := func(pl *plot.Plot, name string, c color.Color, dash []vg.Length, y func(ScaleSize) (float64, bool)) error {
 		var xys plotter.XYs
 		for _, s := range r.Sizes {
 			if v, ok := y(s); ok && s.Plants > 0 && !math.IsNaN(v) {
@@ -550,25 +510,16 @@ func ScaleChart(r *ScaleRun, path string) error {
 		if len(xys) == 0 {
 			return nil
 		}
-		line, scatter, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return err
-		}
-		line.Color, line.Width, line.Dashes = c, vg.Points(1.5), dash
-		scatter.Color, scatter.Shape = c, draw.CircleGlyph{}
-		pl.Add(line, scatter)
-		pl.Legend.Add(name, line, scatter)
-		return nil
+		return addLine(pl, name, c, dash, xys)
 	}
 	for _, op := range ScaleOps {
-		if err := addLine(lat, op, opColors[op], nil, func(s ScaleSize) (float64, bool) {
+		if err := bySize(lat, op, opColors[op], nil, func(s ScaleSize) (float64, bool) {
 			m, ok := s.op(op, conns)
 			return m.P99, ok
 		}); err != nil {
 			return err
 		}
 	}
-	dash := []vg.Length{vg.Points(5), vg.Points(3)}
 	for _, l := range []struct {
 		name string
 		c    color.Color
@@ -577,10 +528,10 @@ func ScaleChart(r *ScaleRun, path string) error {
 	}{
 		{"used_memory", opColors[OpGet], nil, func(s ScaleSize) int64 { return s.UsedMemory }},
 		{"RSS", opColors[OpListHead], nil, func(s ScaleSize) int64 { return s.UsedMemoryRSS }},
-		{"limit needed: used_memory + headroom", opColors[OpDelete], dash, func(s ScaleSize) int64 { return s.UsedMemory + s.Headroom() }},
+		{"limit needed: used_memory + headroom", opColors[OpDelete], dashed, func(s ScaleSize) int64 { return s.UsedMemory + s.Headroom() }},
 		{"AOF after a rewrite", opColors[OpCreate], nil, func(s ScaleSize) int64 { return s.AOFBytes }},
 	} {
-		if err := addLine(mem, l.name, l.c, l.dash, func(s ScaleSize) (float64, bool) { return float64(l.y(s)) / (1 << 20), true }); err != nil {
+		if err := bySize(mem, l.name, l.c, l.dash, func(s ScaleSize) (float64, bool) { return float64(l.y(s)) / (1 << 20), true }); err != nil {
 			return err
 		}
 	}
@@ -591,24 +542,4 @@ func ScaleChart(r *ScaleRun, path string) error {
 		pl.X.Max = float64(r.Sizes[len(r.Sizes)-1].Plants) * 1.5
 	}
 	return writeRow(path, []*plot.Plot{lat, mem}, 15*vg.Inch)
-}
-
-// EncodeScaleRun and DecodeScaleRun are EncodeRun and DecodeRun for a
-// -scale run (docs/performance-scale.json).
-func EncodeScaleRun(r *ScaleRun) ([]byte, error) {
-	b, err := json.MarshalIndent(r, "", " ")
-	if err != nil {
-		return nil, fmt.Errorf("encoding the run's data: %w", err)
-	}
-	return append(b, '\n'), nil
-}
-
-func DecodeScaleRun(b []byte) (*ScaleRun, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var r ScaleRun
-	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("decoding the run's data: %w", err)
-	}
-	return &r, nil
 }

@@ -149,16 +149,16 @@ func TestMarkdownSizing(t *testing.T) {
 	r := scaleRun(1.1)
 	r.Migration = &MigrationMeasure{Plants: 1000, Seconds: 2, Output: "moved"}
 	doc := []byte("# t\n\nbefore\n" + SizingBegin + "\nold\n" + SizingEnd + "\nafter\n")
-	md, err := MarkdownSizing(r, doc)
+	md, err := SizingSection.Replace(doc, Sizing(r))
 	if err != nil {
 		t.Fatal(err)
 	}
-	block, err := SizingBlock(md)
+	block, err := SizingSection.Of(md)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(block, Sizing(r)) || !bytes.HasPrefix(md, []byte("# t\n\nbefore\n")) || !bytes.HasSuffix(md, []byte(SizingEnd+"\nafter\n")) {
-		t.Errorf("MarkdownSizing:\n%s", md)
+		t.Errorf("Replace:\n%s", md)
 	}
 	for _, want := range []string{"| plants | 10k | 1M |", "1000 / 1.00 / 2.00", "1.10", "of 1k 1.0.0 plants: 2.0 s, 500 plants/s"} {
 		if !bytes.Contains(block, []byte(want)) {
@@ -166,26 +166,26 @@ func TestMarkdownSizing(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"no markers", SizingBegin + SizingBegin + SizingEnd, SizingEnd + SizingBegin} {
-		if _, err := MarkdownSizing(r, []byte(bad)); err == nil {
-			t.Errorf("MarkdownSizing(%q): no error", bad)
+		if _, err := SizingSection.Replace([]byte(bad), Sizing(r)); err == nil {
+			t.Errorf("Replace(%q): no error", bad)
 		}
 	}
-	if md, err := MarkdownSizing(r, nil); err != nil || !bytes.Contains(md, Sizing(r)) {
+	if md, err := SizingSection.Replace(nil, Sizing(r)); err != nil || !bytes.Contains(md, Sizing(r)) {
 		t.Errorf("a new document: %v", err)
 	}
 }
 
 func TestScaleRunRoundTripAndChart(t *testing.T) {
 	r := scaleRun(1.1)
-	b, err := EncodeScaleRun(r)
+	b, err := Encode(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeScaleRun(b)
+	back, err := Decode[ScaleRun](b)
 	if err != nil || !bytes.Equal(Sizing(back), Sizing(r)) {
 		t.Fatalf("decoded run renders differently (%v)", err)
 	}
-	if _, err := DecodeScaleRun([]byte(`{"Unknown": 1}`)); err == nil {
+	if _, err := Decode[ScaleRun]([]byte(`{"Unknown": 1}`)); err == nil {
 		t.Error("an unknown field decoded")
 	}
 	png := filepath.Join(t.TempDir(), "scale.png")
