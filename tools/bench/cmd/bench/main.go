@@ -429,7 +429,7 @@ func (h *harness) teardown(failed bool) {
 	procs, servers, sinks := slices.Clone(h.procs), slices.Clone(h.redis), slices.Clone(h.sinks)
 	h.mu.Unlock()
 	for _, p := range slices.Backward(procs) {
-		p.stop(5 * time.Second)
+		p.stop()
 	}
 	for _, s := range servers {
 		s.Stop()

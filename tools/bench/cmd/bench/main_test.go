@@ -29,17 +29,6 @@ not json, listening
 	}
 }
 
-func TestLoopbackOnly(t *testing.T) {
-	if err := loopbackOnly("127.0.0.1:80", "[::1]:9090"); err != nil {
-		t.Error(err)
-	}
-	for _, a := range []string{"[::]:8080", "0.0.0.0:80", "10.1.2.3:80", "nohost"} {
-		if loopbackOnly(a) == nil {
-			t.Errorf("loopbackOnly(%q) accepted it", a)
-		}
-	}
-}
-
 func TestFindRepo(t *testing.T) {
 	root := t.TempDir()
 	sub := filepath.Join(root, "tools", "bench", "cmd")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -33,12 +32,11 @@ type variant struct {
 	sink *sink
 }
 
-// running is a variant's process in the current round.
+// running is a variant's server in the current round.
 type running struct {
-	v      variant
-	p      *proc
-	target *load.Target
-	m      *report.Measure
+	v variant
+	*server
+	m *report.Measure
 }
 
 func (h *harness) measure(ctx context.Context, root string) error {
@@ -50,25 +48,11 @@ func (h *harness) measure(ctx context.Context, root string) error {
 	if perfErr != nil {
 		h.run.AllocsError = "building the benchmark: " + perfErr.Error()
 	}
-	if h.run.Appendfsync, err = chartAppendfsync(root); err != nil {
-		return err
-	}
-	redisAddr, rdb, err := h.startRedis(ctx)
+	redisAddr, serviceArgs, err := h.startStore(ctx, root)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	h.rdb = rdb
-	h.logf("%s on %s (AOF on, appendfsync %s)", h.run.Machine.Redis, redisAddr, h.run.Appendfsync)
-
-	token, line := newToken()
-	h.token = token
-	tokens := filepath.Join(h.work, "tokens")
-	if err := os.WriteFile(tokens, []byte("# plantstore bench\n"+line), 0o600); err != nil {
-		return err
-	}
-	serviceArgs := []string{"--redis-addr", redisAddr, "--auth-tokens-file", tokens, "--log-format", "json",
-		"--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
+	defer h.rdb.Close()
 	variants := []variant{{
 		name: report.Floor, bin: floor, env: cleanEnv(),
 		args: []string{"--addr", "127.0.0.1:0", "--redis-addr", redisAddr},
@@ -77,27 +61,22 @@ func (h *harness) measure(ctx context.Context, root string) error {
 		{report.Service, "parentbased_traceidratio", "0.1"}, // the chart's default
 		{report.AllSampled, "always_on", ""},
 	} {
-		s, err := h.startSink()
+		env, s, err := h.tracedEnv(v.sampler, v.arg)
 		if err != nil {
 			return err
 		}
-		env := cleanEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+s.url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-			"OTEL_TRACES_SAMPLER="+v.sampler)
-		if v.arg != "" {
-			env = append(env, "OTEL_TRACES_SAMPLER_ARG="+v.arg)
-		}
 		// Later entries win in exec: -service-env overrides the sampler.
 		env = append(env, h.opts.serviceEnv...)
-		args := append(slices.Clone(serviceArgs), h.opts.serviceFlags...)
+		args := slices.Concat([]string{"--redis-addr", redisAddr}, serviceArgs, h.opts.serviceFlags)
 		variants = append(variants, variant{name: v.name, bin: service, args: args, env: env, sink: s})
 	}
 
 	h.ids.Store(0)
 	for i := range h.opts.rounds {
-		if err := resetRedis(ctx, rdb); err != nil {
+		if err := resetRedis(ctx, h.rdb); err != nil {
 			return fmt.Errorf("emptying Redis before round %d: %w", i+1, err)
 		}
-		forks0, err := redisInfoInt(ctx, rdb, "stats", "total_forks")
+		forks0, err := redisInfoInt(ctx, h.rdb, "stats", "total_forks")
 		if err != nil {
 			return fmt.Errorf("reading Redis's forks: %w", err)
 		}
@@ -106,7 +85,7 @@ func (h *harness) measure(ctx context.Context, root string) error {
 			return fmt.Errorf("round %d: %w", i+1, err)
 		}
 		// Redis must not have forked during the round (startRedis says why).
-		forks1, err := redisInfoInt(ctx, rdb, "stats", "total_forks")
+		forks1, err := redisInfoInt(ctx, h.rdb, "stats", "total_forks")
 		if err != nil {
 			return fmt.Errorf("reading Redis's forks: %w", err)
 		}
@@ -146,36 +125,27 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 	var rs []*running
 	defer func() {
 		for _, r := range rs {
-			r.p.stop(5 * time.Second)
+			r.stop()
 		}
 	}()
 	tag := fmt.Sprintf("round %d/%d", i+1, h.opts.rounds)
 
 	// Start-up, one after the other: time to ready, then the idle RSS.
 	for _, v := range variants {
-		p, err := h.spawn(v.name, v.bin, v.args, v.env, filepath.Join(h.work, fmt.Sprintf("%s-round%d.log", v.name, i+1)))
+		s, err := h.launch(ctx, v.name, v.bin, v.args, v.env, fmt.Sprintf("%s-round%d.log", v.name, i+1))
 		if err != nil {
 			return rd, err
 		}
-		api, _, ready, err := awaitReady(ctx, p)
-		if err != nil {
-			rs = append(rs, &running{p: p})
-			return rd, err
-		}
-		target, err := load.NewTarget(api, h.token, &h.ids)
-		if err != nil {
-			return rd, err
-		}
-		m := &report.Measure{ReadyMs: stats.Millis(ready), Statuses: map[int]int64{}}
+		m := &report.Measure{ReadyMs: stats.Millis(s.ready), Statuses: map[int]int64{}}
 		rd.Measures[v.name] = m
-		rs = append(rs, &running{v: v, p: p, target: target, m: m})
-		h.logf("%s %-20s ready in %.1f ms (pid %d, %s)", tag, v.name, m.ReadyMs, p.pid(), api)
+		rs = append(rs, &running{v: v, server: s, m: m})
+		h.logf("%s %-20s ready in %.1f ms (pid %d, %s)", tag, v.name, m.ReadyMs, s.pid(), s.api)
 	}
 	if !load.Sleep(ctx, h.opts.settle) {
 		return rd, ctx.Err()
 	}
 	for _, r := range rs {
-		mem, err := memory(r.p.pid())
+		mem, err := memory(r.pid())
 		if err != nil {
 			return rd, fmt.Errorf("%s: %w", r.v.name, err)
 		}
@@ -202,7 +172,7 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		if res.Requests > 0 {
 			r.m.AOFBytesPerRequest = float64(c.aofBytes) / float64(res.Requests)
 		}
-		mem, err := memory(r.p.pid())
+		mem, err := memory(r.pid())
 		if err != nil {
 			return rd, fmt.Errorf("%s: %w", r.v.name, err)
 		}
@@ -235,13 +205,13 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 			for n := range rs {
 				v := (n + k) % len(rs)
 				r := rs[v]
-				s0, _ := cpuSeconds(r.p.pid())
+				s0, _ := cpuSeconds(r.pid())
 				g0, _ := cpuSeconds(os.Getpid())
 				res, err := r.target.Open(ctx, rate, h.opts.rateDuration/time.Duration(turns), maxInFlight)
 				if err != nil {
 					return rd, fmt.Errorf("%s: %w", r.v.name, err)
 				}
-				s1, _ := cpuSeconds(r.p.pid())
+				s1, _ := cpuSeconds(r.pid())
 				g1, _ := cpuSeconds(os.Getpid())
 				results[v].Add(res)
 				cpu[v] += s1 - s0
@@ -267,7 +237,7 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 
 	// Peak RSS: the high-water mark since exec, after the round's create load.
 	for _, r := range rs {
-		mem, err := memory(r.p.pid())
+		mem, err := memory(r.pid())
 		if err != nil {
 			return rd, fmt.Errorf("%s: %w", r.v.name, err)
 		}
@@ -288,9 +258,9 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 // access log lines.
 func (h *harness) stopAll(rs []*running) {
 	for _, r := range rs {
-		r.p.stop(5 * time.Second)
+		r.stop()
 		if r.v.sink != nil {
-			h.run.AccessLines[r.v.name] += countAccessLines(r.p.logPath)
+			h.run.AccessLines[r.v.name] += countAccessLines(r.logPath)
 		}
 	}
 }
@@ -309,7 +279,7 @@ func (h *harness) closed(ctx context.Context, r *running, conns int, window time
 	var c0, c1, g0, g1 float64
 	var a0, a1 int64
 	var e0, e1, ea0, ea1 error
-	pid := r.p.pid()
+	pid := r.pid()
 	res, err := r.target.Closed(ctx, conns, h.opts.warmup, window,
 		func() {
 			c0, e0 = cpuSeconds(pid)
@@ -386,7 +356,7 @@ func (h *harness) allocs(ctx context.Context, root, perfTest string) {
 	out, err := cmd.CombinedOutput()
 	_ = os.WriteFile(filepath.Join(h.work, "allocs.txt"), out, 0o644)
 	if err != nil {
-		h.run.AllocsError = fmt.Sprintf("%v: %s", err, lastLines(out, 6))
+		h.run.AllocsError = fmt.Sprintf("%v: %s", err, lastLines(out, 6, " | "))
 		return
 	}
 	for _, b := range report.ParseGoBench(string(out)) {
@@ -396,16 +366,8 @@ func (h *harness) allocs(ctx context.Context, root, perfTest string) {
 		}
 	}
 	if len(h.run.Allocs) == 0 {
-		h.run.AllocsError = "no Chain/store=redis result in its output: " + lastLines(out, 6)
+		h.run.AllocsError = "no Chain/store=redis result in its output: " + lastLines(out, 6, " | ")
 	}
-}
-
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(string(bytes.TrimSpace(b)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }

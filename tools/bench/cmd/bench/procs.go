@@ -24,34 +24,41 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/tools/bench/internal/load"
 )
 
 // proc is a child process the harness owns.
 type proc struct {
 	name    string
 	cmd     *exec.Cmd
+	cancel  context.CancelFunc // stops it: SIGTERM, SIGKILL 5 s later
 	logPath string
 	started time.Time
 	done    chan struct{}
 	waitErr error
 }
 
-// spawn starts bin with stdout and stderr to logPath. The child gets a
-// process group of its own (a terminal's ^C reaches only the harness, which
-// stops its children in order) and is killed if the harness dies.
+// spawn starts bin with stdout and stderr to logPath, under the work
+// directory. The child gets a process group of its own (a terminal's ^C
+// reaches only the harness, which stops its children in order) and is
+// killed if the harness dies.
 func (h *harness) spawn(name, bin string, args, env []string, logPath string) (*proc, error) {
+	logPath = filepath.Join(h.work, logPath)
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	cmd := exec.Command(bin, args...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = procAttr()
-	p := &proc{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	p.started = time.Now()
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	p := &proc{name: name, cmd: cmd, cancel: cancel, logPath: logPath, started: time.Now(), done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
+		cancel()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	h.mu.Lock()
@@ -75,43 +82,55 @@ func (p *proc) exited() bool {
 	}
 }
 
-// stop sends SIGTERM, and SIGKILL when the process has not exited after grace.
-func (p *proc) stop(grace time.Duration) {
-	if p.exited() {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-	}
+// stop sends SIGTERM, and SIGKILL when the process has not exited 5 s
+// later, and waits for it.
+func (p *proc) stop() {
+	p.cancel()
+	<-p.done
 }
 
 // logTail returns the last lines of the process's log, for error messages.
 func (p *proc) logTail() string {
 	b, _ := os.ReadFile(p.logPath)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 8 {
-		lines = lines[len(lines)-8:]
+	return lastLines(b, 8, "\n")
+}
+
+// lastLines is the last n lines of b, joined by sep.
+func lastLines(b []byte, n int, sep string) string {
+	lines := strings.Split(string(bytes.TrimSpace(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], sep)
+}
+
+// server is a server under test, started and ready: its process, API and
+// admin addresses, and the API as a load target.
+type server struct {
+	*proc
+	api, admin string
+	target     *load.Target
+	ready      time.Duration // from exec to the first 200 of /readyz
+}
+
+// launch spawns a server (see spawn) and waits until it is ready.
+func (h *harness) launch(ctx context.Context, name, bin string, args, env []string, logPath string) (*server, error) {
+	p, err := h.spawn(name, bin, args, env, logPath)
+	if err != nil {
+		return nil, err
 	}
-	return strings.Join(lines, "\n")
+	s := &server{proc: p}
+	if s.api, s.admin, s.ready, err = awaitReady(ctx, p); err != nil {
+		return nil, err
+	}
+	if s.target, err = load.NewTarget(s.api, h.token, &h.ids); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
-// startRedis starts redis-server on a free loopback port with the chart's
-// durability (AOF, fsync every second) and waits until it answers. It is
-// stopped at teardown, after every process that uses it.
-func (h *harness) startRedis(ctx context.Context) (string, *redis.Client, error) {
-	return h.startRedisIn(ctx, "redis")
-}
-
-// startRedisIn is startRedis with its files in dir, under the work directory.
-func (h *harness) startRedisIn(ctx context.Context, dir string) (string, *redis.Client, error) {
+// startRedis starts redis-server on a free loopback port, its files in dir
+// under the work directory, with the chart's durability (AOF, fsync as the
+// chart has it) and waits until it answers. It is stopped at teardown,
+// after every process that uses it.
+func (h *harness) startRedis(ctx context.Context, dir string) (string, *redis.Client, error) {
 	bin, err := redistest.Binary()
 	if err != nil {
 		return "", nil, err
@@ -135,6 +154,41 @@ func (h *harness) startRedisIn(ctx context.Context, dir string) (string, *redis.
 	return srv.Addr, redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DisableIdentity: true}), nil
 }
 
+// startStore reads the chart's fsync policy, starts the Redis under test
+// (h.rdb) and writes the tokens file of a new token (h.token). It returns
+// Redis's address and the service's flags but its Redis address: the
+// token's file, JSON logs, loopback ports the kernel picks.
+func (h *harness) startStore(ctx context.Context, root string) (addr string, serviceArgs []string, err error) {
+	if h.run.Appendfsync, err = chartAppendfsync(root); err != nil {
+		return "", nil, err
+	}
+	if addr, h.rdb, err = h.startRedis(ctx, "redis"); err != nil {
+		return "", nil, err
+	}
+	h.logf("%s on %s (AOF on, appendfsync %s)", h.run.Machine.Redis, addr, h.run.Appendfsync)
+	token, line := newToken()
+	h.token = token
+	tokens := filepath.Join(h.work, "tokens")
+	if err := os.WriteFile(tokens, []byte("# plantstore bench\n"+line), 0o600); err != nil {
+		return "", nil, err
+	}
+	return addr, []string{"--auth-tokens-file", tokens, "--log-format", "json", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}, nil
+}
+
+// tracedEnv starts an OTLP sink and returns the service's environment that
+// exports its traces there, sampled by sampler (with arg unless "").
+func (h *harness) tracedEnv(sampler, arg string) ([]string, *sink, error) {
+	s, err := h.startSink()
+	if err != nil {
+		return nil, nil, err
+	}
+	env := cleanEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+s.url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_TRACES_SAMPLER="+sampler)
+	if arg != "" {
+		env = append(env, "OTEL_TRACES_SAMPLER_ARG="+arg)
+	}
+	return env, s, nil
+}
+
 // infoField is field's value in INFO's answer, "" without it.
 func infoField(info, field string) string {
 	for line := range strings.SplitSeq(info, "\n") {
@@ -143,6 +197,15 @@ func infoField(info, field string) string {
 		}
 	}
 	return ""
+}
+
+// infoInt is field's integer value in INFO's answer (an error without it).
+func infoInt(info, field string) (int64, error) {
+	n, err := strconv.ParseInt(infoField(info, field), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("INFO field %s: %w", field, err)
+	}
+	return n, nil
 }
 
 // resetRedis empties Redis and rewrites its AOF between rounds, so that
@@ -200,24 +263,12 @@ func (h *harness) startSink() (*sink, error) {
 	return s, nil
 }
 
-// logLine is what the harness reads of a JSON log line.
-type logLine struct {
-	Msg  string `json:"msg"`
-	Addr string `json:"addr"`
-}
-
 // listening reads the API and admin addresses from the "API listening" and
 // "admin listening" lines of a JSON log.
 func listening(log []byte) (api, admin string) {
-	sc := bufio.NewScanner(bytes.NewReader(log))
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.Contains(line, []byte("listening")) {
-			continue
-		}
-		var l logLine
-		if json.Unmarshal(line, &l) != nil {
+	for line := range bytes.Lines(log) {
+		var l struct{ Msg, Addr string }
+		if !bytes.Contains(line, []byte("listening")) || json.Unmarshal(line, &l) != nil {
 			continue
 		}
 		switch l.Msg {
@@ -231,64 +282,43 @@ func listening(log []byte) (api, admin string) {
 }
 
 // awaitReady polls the process's log for its addresses, then GET /readyz on
-// the admin address every 2 ms, and returns the addresses and the time from
-// exec to the first 200.
+// the admin address, every 2 ms, and returns the addresses and the time
+// from exec to the first 200.
 func awaitReady(ctx context.Context, p *proc) (api, admin string, ready time.Duration, err error) {
-	const poll = 2 * time.Millisecond
-	deadline := p.started.Add(20 * time.Second)
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	wait := func() error {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if p.exited() {
-			return fmt.Errorf("%s exited during start-up (%v):\n%s", p.name, p.waitErr, p.logTail())
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready within 20s:\n%s", p.name, p.logTail())
-		}
-		return nil
-	}
-	for api == "" || admin == "" {
-		b, _ := os.ReadFile(p.logPath)
-		if api, admin = listening(b); api != "" && admin != "" {
-			break
-		}
-		if err := wait(); err != nil {
-			return "", "", 0, err
-		}
-	}
-	if err := loopbackOnly(api, admin); err != nil {
-		return "", "", 0, err
-	}
 	client := &http.Client{Timeout: time.Second}
 	defer client.CloseIdleConnections()
-	for {
-		resp, err := client.Get("http://" + admin + "/readyz")
-		if err == nil {
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	deadline := p.started.Add(20 * time.Second)
+	for found := false; ; {
+		if !found {
+			b, _ := os.ReadFile(p.logPath)
+			api, admin = listening(b)
+			if found = api != "" && admin != ""; found {
+				if err := load.Loopback(api, admin); err != nil {
+					return "", "", 0, err
+				}
+				continue
+			}
+		} else if resp, err := client.Get("http://" + admin + "/readyz"); err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return api, admin, time.Since(p.started), nil
 			}
 		}
-		if err := wait(); err != nil {
-			return "", "", 0, err
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return "", "", 0, ctx.Err()
+		}
+		if p.exited() {
+			return "", "", 0, fmt.Errorf("%s exited during start-up (%v):\n%s", p.name, p.waitErr, p.logTail())
+		}
+		if time.Now().After(deadline) {
+			return "", "", 0, fmt.Errorf("%s not ready within 20s:\n%s", p.name, p.logTail())
 		}
 	}
-}
-
-func loopbackOnly(addrs ...string) error {
-	for _, a := range addrs {
-		host, _, err := net.SplitHostPort(a)
-		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			return fmt.Errorf("server address %q is not on loopback", a)
-		}
-	}
-	return nil
 }
 
 // countAccessLines counts the access log lines in a service log.
@@ -338,20 +368,6 @@ func redisInfoInt(ctx context.Context, c *redis.Client, section, field string) (
 		return 0, err
 	}
 	return infoInt(info, field)
-}
-
-// infoInt is field's value in INFO's answer.
-func infoInt(info, field string) (int64, error) {
-	for line := range strings.SplitSeq(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSuffix(line, "\r"), field+":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("INFO field %s: %w", field, err)
-			}
-			return n, nil
-		}
-	}
-	return 0, fmt.Errorf("INFO has no field %s", field)
 }
 
 // cpuSeconds is the user and system CPU time pid has used.

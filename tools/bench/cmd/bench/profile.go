@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/plantstore/plantstore/tools/bench/internal/cpuprof"
-	"github.com/plantstore/plantstore/tools/bench/internal/load"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
 
@@ -40,27 +39,19 @@ func (h *harness) profileService(ctx context.Context, v variant, dir string) err
 		return err
 	}
 	v.args = append(append([]string(nil), v.args...), "--pprof")
-	p, err := h.spawn(v.name+"-profiled", v.bin, v.args, v.env, filepath.Join(h.work, v.name+"-profiled.log"))
+	s, err := h.launch(ctx, v.name+"-profiled", v.bin, v.args, v.env, v.name+"-profiled.log")
 	if err != nil {
 		return err
 	}
-	defer p.stop(5 * time.Second)
-	api, admin, _, err := awaitReady(ctx, p)
-	if err != nil {
-		return err
-	}
-	target, err := load.NewTarget(api, h.token, &h.ids)
-	if err != nil {
-		return err
-	}
+	defer s.stop()
 	seconds := max(1, int(h.opts.duration/time.Second))
 	cpu := make(chan error, 1)
 	start := func() {
 		go func() {
-			cpu <- fetch(ctx, "http://"+admin+"/debug/pprof/profile?seconds="+strconv.Itoa(seconds), filepath.Join(dir, "cpu.pprof"))
+			cpu <- fetch(ctx, "http://"+s.admin+"/debug/pprof/profile?seconds="+strconv.Itoa(seconds), filepath.Join(dir, "cpu.pprof"))
 		}()
 	}
-	res, err := target.Closed(ctx, h.opts.conns, h.opts.warmup, time.Duration(seconds)*time.Second+500*time.Millisecond, start, func() {})
+	res, err := s.target.Closed(ctx, h.opts.conns, h.opts.warmup, time.Duration(seconds)*time.Second+500*time.Millisecond, start, func() {})
 	if err != nil {
 		return fmt.Errorf("closed loop: %w", err)
 	}
@@ -68,7 +59,7 @@ func (h *harness) profileService(ctx context.Context, v variant, dir string) err
 		return err
 	}
 	for _, prof := range profiles {
-		if err := fetch(ctx, "http://"+admin+prof.path, filepath.Join(dir, prof.file)); err != nil {
+		if err := fetch(ctx, "http://"+s.admin+prof.path, filepath.Join(dir, prof.file)); err != nil {
 			return err
 		}
 	}

@@ -105,7 +105,7 @@ func (h *harness) routes(ctx context.Context, round int, tag string, rd report.R
 func (h *harness) routePhase(ctx context.Context, r *running, route load.Route) (*report.RouteMeasure, error) {
 	var c0, c1 float64
 	var e0, e1 error
-	pid := r.p.pid()
+	pid := r.pid()
 	res, err := r.target.With(route).Closed(ctx, h.opts.conns, h.opts.routeWarmup, h.opts.routeDuration,
 		func() { c0, e0 = cpuSeconds(pid) }, func() { c1, e1 = cpuSeconds(pid) })
 	if err != nil {

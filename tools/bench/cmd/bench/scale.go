@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,13 +134,6 @@ func writeScale(sr *report.ScaleRun, out, png, data string) error {
 	return writeDoc(out, report.SizingSection, report.Sizing(sr), data, sr)
 }
 
-// scaleService is the service process of one size.
-type scaleService struct {
-	p      *proc
-	target *load.Target
-	ready  time.Duration
-}
-
 // scale measures the migration, every size, then the outbox on the largest.
 func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) error {
 	o := h.opts.scale
@@ -148,18 +142,13 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 	if err := h.goBuild(ctx, root, "build", "-trimpath", "-ldflags", "-s -w", "-o", service, "./cmd/plantstore"); err != nil {
 		return err
 	}
-	var err error
-	if h.run.Appendfsync, err = chartAppendfsync(root); err != nil {
-		return err
-	}
-	sr.Appendfsync = h.run.Appendfsync
-	addr, rdb, err := h.startRedis(ctx)
+	addr, args, err := h.startStore(ctx, root)
 	if err != nil {
 		return err
 	}
+	rdb := h.rdb
 	defer rdb.Close()
-	h.rdb = rdb
-	h.logf("%s on %s (AOF on, appendfsync %s)", h.run.Machine.Redis, addr, h.run.Appendfsync)
+	sr.Appendfsync = h.run.Appendfsync
 	empty, err := redisInfoInt(ctx, rdb, "memory", "used_memory")
 	if err != nil {
 		return err
@@ -167,38 +156,16 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 	if err := rdb.ConfigSet(ctx, "latency-monitor-threshold", "100").Err(); err != nil {
 		return err
 	}
-	token, line := newToken()
-	h.token = token
-	tokens := filepath.Join(h.work, "tokens")
-	if err := os.WriteFile(tokens, []byte("# plantstore bench -scale\n"+line), 0o600); err != nil {
-		return err
-	}
-	sink, err := h.startSink()
+	env, _, err := h.tracedEnv("parentbased_traceidratio", "0.1")
 	if err != nil {
 		return err
 	}
-	env := cleanEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+sink.url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
-		"OTEL_TRACES_SAMPLER=parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG=0.1")
-	args := []string{"--auth-tokens-file", tokens, "--log-format", "json",
-		"--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"}
 	starts := 0
-	startServiceOn := func(redisAddr string, extra ...string) (*scaleService, error) {
+	startServiceOn := func(redisAddr string, extra ...string) (*server, error) {
 		starts++
-		p, err := h.spawn("plantstore", service, append(append([]string{"--redis-addr", redisAddr}, args...), extra...), env, filepath.Join(h.work, fmt.Sprintf("service-%d.log", starts)))
-		if err != nil {
-			return nil, err
-		}
-		api, _, ready, err := awaitReady(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		t, err := load.NewTarget(api, token, &h.ids)
-		if err != nil {
-			return nil, err
-		}
-		return &scaleService{p: p, target: t, ready: ready}, nil
+		return h.launch(ctx, "plantstore", service, slices.Concat([]string{"--redis-addr", redisAddr}, args, extra), env, fmt.Sprintf("service-%d.log", starts))
 	}
-	startService := func(extra ...string) (*scaleService, error) { return startServiceOn(addr, extra...) }
+	startService := func(extra ...string) (*server, error) { return startServiceOn(addr, extra...) }
 
 	if o.migrate > 0 {
 		if sr.Migration, err = h.migration(ctx, service, addr, env, o.migrate); err != nil {
@@ -215,7 +182,7 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 	defer func() {
 		for _, st := range []*scaleStore{grown, ref} {
 			if st != nil && st.svc != nil {
-				st.svc.p.stop(5 * time.Second)
+				st.svc.stop()
 			}
 		}
 	}()
@@ -246,7 +213,7 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 			return err
 		}
 		if grown.svc != nil {
-			grown.svc.p.stop(5 * time.Second)
+			grown.svc.stop()
 		}
 		if grown.svc, err = startService(); err != nil {
 			return err
@@ -310,11 +277,11 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		sr.Sizes = append(sr.Sizes, size)
 	}
 	if ref != nil {
-		ref.svc.p.stop(5 * time.Second)
+		ref.svc.stop()
 		ref.svc = nil
 	}
 	if o.outage > 0 {
-		grown.svc.p.stop(5 * time.Second)
+		grown.svc.stop()
 		grown.svc = nil
 		if sr.Outbox, err = h.outbox(ctx, rdb, startService); err != nil {
 			return fmt.Errorf("the outbox: %w", err)
@@ -328,15 +295,15 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 // from deleteFirst.
 type scaleStore struct {
 	rdb            *redis.Client
-	svc            *scaleService
+	svc            *server
 	filled, pooled int64
 	createRate     float64 // the last create phase's, which sizes the next delete pool
 }
 
 // startBaseStore starts the second store, which holds the base size's
 // plants beside every later size's phases, and its service.
-func (h *harness) startBaseStore(ctx context.Context, startOn func(redisAddr string, extra ...string) (*scaleService, error)) (*scaleStore, error) {
-	addr, rdb, err := h.startRedisIn(ctx, "redis-base")
+func (h *harness) startBaseStore(ctx context.Context, startOn func(redisAddr string, extra ...string) (*server, error)) (*scaleStore, error) {
+	addr, rdb, err := h.startRedis(ctx, "redis-base")
 	if err != nil {
 		return nil, err
 	}
@@ -652,7 +619,7 @@ func (h *harness) migration(ctx context.Context, service, addr string, env []str
 	if err := h.rdb.BgRewriteAOF(ctx).Err(); err != nil { // the migration's own writes, not the fill's, in the AOF
 		return nil, err
 	}
-	p, err := h.spawn("migrate-store", service, []string{"migrate-store", "--redis-addr", addr}, env, filepath.Join(h.work, "migrate-store.log"))
+	p, err := h.spawn("migrate-store", service, []string{"migrate-store", "--redis-addr", addr}, env, "migrate-store.log")
 	if err != nil {
 		return nil, err
 	}
@@ -722,7 +689,7 @@ func (s *subscriber) received(first, last int64) int64 {
 // subscriber down for -outage under creates at -fork-rate, then brings it
 // back with the creates stopped and waits until the outbox is empty, for at
 // most -drain. An event neither received nor still in the outbox is lost.
-func (h *harness) outbox(ctx context.Context, rdb *redis.Client, start func(extra ...string) (*scaleService, error)) (*report.OutboxMeasure, error) {
+func (h *harness) outbox(ctx context.Context, rdb *redis.Client, start func(extra ...string) (*server, error)) (*report.OutboxMeasure, error) {
 	o := h.opts.scale
 	sub := &subscriber{ids: map[int64]bool{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -742,7 +709,7 @@ func (h *harness) outbox(ctx context.Context, rdb *redis.Client, start func(extr
 	if err != nil {
 		return nil, err
 	}
-	defer svc.p.stop(5 * time.Second)
+	defer svc.stop()
 	m := &report.OutboxMeasure{Outage: o.outage, Rate: o.forkRate}
 	if m.Plants, err = plantsStored(ctx, rdb); err != nil {
 		return nil, err

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
-	"github.com/plantstore/plantstore/tools/bench/internal/load"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
@@ -41,26 +39,18 @@ func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns i
 		if m == nil {
 			return fmt.Errorf("%s: not measured in this round", name)
 		}
-		p, err := h.spawn(v.name, v.bin, v.args, v.env, filepath.Join(h.work, fmt.Sprintf("%s-round%d-c%d.log", v.name, round+1, conns)))
+		s, err := h.launch(ctx, v.name, v.bin, v.args, v.env, fmt.Sprintf("%s-round%d-c%d.log", v.name, round+1, conns))
 		if err != nil {
 			return err
 		}
-		r := &running{v: v, p: p, m: m}
-		rs = append(rs, r)
-		api, _, _, err := awaitReady(ctx, p)
-		if err != nil {
-			return err
-		}
-		if r.target, err = load.NewTarget(api, h.token, &h.ids); err != nil {
-			return err
-		}
+		rs = append(rs, &running{v: v, server: s, m: m})
 	}
 	for _, r := range rs {
 		c, err := h.closed(ctx, r, conns, h.opts.sweepDuration)
 		if err != nil {
 			return err
 		}
-		mem, err := memory(r.p.pid())
+		mem, err := memory(r.pid())
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.v.name, err)
 		}

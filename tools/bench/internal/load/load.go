@@ -41,15 +41,22 @@ type Target struct {
 // their bearer token and take their plant ids from ids, so that every create
 // in a run is a fresh insert.
 func NewTarget(addr, token string, ids *atomic.Int64) (*Target, error) {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("load target %q: only loopback addresses are allowed", addr)
+	if err := Loopback(addr); err != nil {
+		return nil, fmt.Errorf("load target: %w", err)
 	}
 	return &Target{addr: addr, token: token, route: Create{IDs: ids}}, nil
+}
+
+// Loopback returns an error unless every one of addrs is a loopback
+// IP address and port.
+func Loopback(addrs ...string) error {
+	for _, a := range addrs {
+		host, _, err := net.SplitHostPort(a)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("address %q is not on loopback: only loopback addresses are allowed", a)
+		}
+	}
+	return nil
 }
 
 // With returns a copy of the target that sends route's requests.

@@ -52,7 +52,7 @@ func TestReadResponse(t *testing.T) {
 
 func TestNewTargetLoopbackOnly(t *testing.T) {
 	var ids atomic.Int64
-	for _, addr := range []string{"10.0.0.1:80", "example.com:80", "192.168.1.1:8080", "0.0.0.0:80"} {
+	for _, addr := range []string{"10.0.0.1:80", "example.com:80", "192.168.1.1:8080", "0.0.0.0:80", "[::]:8080", "nohost"} {
 		if _, err := NewTarget(addr, "", &ids); err == nil {
 			t.Errorf("NewTarget(%q) accepted a non-loopback address", addr)
 		}
@@ -61,6 +61,12 @@ func TestNewTargetLoopbackOnly(t *testing.T) {
 		if _, err := NewTarget(addr, "", &ids); err != nil {
 			t.Errorf("NewTarget(%q): %v", addr, err)
 		}
+	}
+	if err := Loopback("127.0.0.1:80", "[::1]:9090"); err != nil {
+		t.Error(err)
+	}
+	if Loopback("127.0.0.1:80", "10.1.2.3:80") == nil {
+		t.Error("Loopback accepted 10.1.2.3 after a loopback address")
 	}
 }
 
