@@ -33,6 +33,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/plantstore/plantstore/internal/redistest"
+	"github.com/plantstore/plantstore/internal/servicetest"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
 
@@ -586,17 +587,9 @@ func newToken() (token, line string) {
 }
 
 // cleanEnv is the harness's environment less anything that configures the
-// service or tracing, so that only what the harness sets applies.
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "PLANTSTORE_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
+// service or tracing (as the tests', servicetest.CleanEnv), so that only
+// what the harness sets applies.
+func cleanEnv(extra ...string) []string { return append(servicetest.CleanEnv(), extra...) }
 
 // parseEnv splits -service-env into NAME=value settings.
 func parseEnv(s string) ([]string, error) {

@@ -156,7 +156,7 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 	// round's order), then service-all-sampled. The high-water mark right
 	// after it is the peak RSS under this load alone.
 	for _, r := range inOrder(rs, append(pair(i), report.AllSampled)) {
-		c, err := h.closed(ctx, r, h.opts.conns, h.opts.duration)
+		c, err := h.closed(ctx, r, nil, h.opts.conns, h.opts.warmup, h.opts.duration)
 		if err != nil {
 			return rd, err
 		}
@@ -273,14 +273,18 @@ type closedRun struct {
 	aofBytes          int64 // Redis's AOF growth over the window
 }
 
-// closed runs the creates' closed loop against r at conns connections for
-// window after -warmup.
-func (h *harness) closed(ctx context.Context, r *running, conns int, window time.Duration) (closedRun, error) {
+// closed runs route's closed loop (nil: the creates) against r at conns
+// connections for window after warmup.
+func (h *harness) closed(ctx context.Context, r *running, route load.Route, conns int, warmup, window time.Duration) (closedRun, error) {
 	var c0, c1, g0, g1 float64
 	var a0, a1 int64
 	var e0, e1, ea0, ea1 error
 	pid := r.pid()
-	res, err := r.target.Closed(ctx, conns, h.opts.warmup, window,
+	target := r.target
+	if route != nil {
+		target = target.With(route)
+	}
+	res, err := target.Closed(ctx, conns, warmup, window,
 		func() {
 			c0, e0 = cpuSeconds(pid)
 			g0, _ = cpuSeconds(os.Getpid())
@@ -301,6 +305,16 @@ func (h *harness) closed(ctx context.Context, r *running, conns int, window time
 		return closedRun{}, fmt.Errorf("%s: reading Redis's AOF size: %v %v", r.v.name, ea0, ea1)
 	}
 	return closedRun{res: res, cpu: c1 - c0, generatorCPU: g1 - g0, aofBytes: a1 - a0}, nil
+}
+
+// figures are the loop's figures, as a sweep or a route phase keeps them.
+func (c closedRun) figures() *report.ClosedMeasure {
+	l := stats.Summarise(c.res.Latencies)
+	return &report.ClosedMeasure{
+		Peak: c.res.Throughput(), Requests: c.res.Requests, CPUPer1k: stats.PerThousand(c.cpu, c.res.Requests),
+		P50: stats.Millis(l.P50), P99: stats.Millis(l.P99),
+		Bad: c.res.Bad, Errors: c.res.Errors, Statuses: c.res.Statuses, FirstError: c.res.FirstError,
+	}
 }
 
 // pair is the floor and the service in the order round i (from 0) runs

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -218,18 +217,31 @@ func resetRedis(ctx context.Context, c *redis.Client) error {
 	if err := c.BgRewriteAOF(ctx).Err(); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := awaitChild(ctx, c, "aof_rewrite_in_progress", 20*time.Millisecond); err != nil {
+		return fmt.Errorf("the AOF rewrite, given 15s: %w", err)
+	}
+	return nil
+}
+
+// awaitChild polls INFO persistence every poll until Redis's child
+// (inProgress names it: an AOF rewrite's or a snapshot's) has ended and no
+// rewrite is scheduled, and returns that INFO.
+func awaitChild(ctx context.Context, c *redis.Client, inProgress string, poll time.Duration) (string, error) {
+	for {
 		info, err := c.Info(ctx, "persistence").Result()
 		if err != nil {
-			return err
+			return "", err
 		}
-		if strings.Contains(info, "aof_rewrite_in_progress:0") && strings.Contains(info, "aof_rewrite_scheduled:0") {
-			return nil
+		if infoField(info, inProgress) == "0" && infoField(info, "aof_rewrite_scheduled") == "0" {
+			return info, nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		time.Sleep(poll)
 	}
-	return errors.New("AOF rewrite did not finish within 15s")
 }
 
 // sink is an OTLP/HTTP endpoint that reads and drops every export.

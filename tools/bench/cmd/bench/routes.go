@@ -12,7 +12,6 @@ import (
 	"github.com/plantstore/plantstore/internal/store"
 	"github.com/plantstore/plantstore/tools/bench/internal/load"
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
-	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
 
 // keyPrefix is the service's default Redis key prefix, the floor's too.
@@ -81,12 +80,13 @@ func (h *harness) routes(ctx context.Context, round int, tag string, rd report.R
 			if err != nil {
 				return err
 			}
-			rm, err := h.routePhase(ctx, r, route)
+			c, err := h.closed(ctx, r, route, h.opts.conns, h.opts.routeWarmup, h.opts.routeDuration)
 			if err != nil {
-				return fmt.Errorf("%s %s: %w", r.v.name, name, err)
+				return fmt.Errorf("%s: %w", name, err)
 			}
+			rm := c.figures()
 			if r.m.Routes == nil {
-				r.m.Routes = map[string]*report.RouteMeasure{}
+				r.m.Routes = map[string]*report.ClosedMeasure{}
 			}
 			r.m.Routes[name] = rm
 			extra := ""
@@ -98,29 +98,6 @@ func (h *harness) routes(ctx context.Context, round int, tag string, rd report.R
 		}
 	}
 	return nil
-}
-
-// routePhase runs one closed loop of route against r and reads the server's
-// CPU time over its window.
-func (h *harness) routePhase(ctx context.Context, r *running, route load.Route) (*report.RouteMeasure, error) {
-	var c0, c1 float64
-	var e0, e1 error
-	pid := r.pid()
-	res, err := r.target.With(route).Closed(ctx, h.opts.conns, h.opts.routeWarmup, h.opts.routeDuration,
-		func() { c0, e0 = cpuSeconds(pid) }, func() { c1, e1 = cpuSeconds(pid) })
-	if err != nil {
-		return nil, err
-	}
-	if e0 != nil || e1 != nil {
-		return nil, fmt.Errorf("reading CPU time: %v %v", e0, e1)
-	}
-	l := stats.Summarise(res.Latencies)
-	return &report.RouteMeasure{
-		Peak: res.Throughput(), Requests: res.Requests,
-		CPUPer1k: stats.PerThousand(c1-c0, res.Requests),
-		P50:      stats.Millis(l.P50), P99: stats.Millis(l.P99),
-		Bad: res.Bad, Errors: res.Errors, Statuses: res.Statuses, FirstError: res.FirstError,
-	}, nil
 }
 
 // fill stores n plants with ids from first on, as the service's creates

@@ -179,13 +179,6 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 	h.ids.Store(createFirst)
 	grown := &scaleStore{rdb: rdb} // the store the sizes fill
 	var ref *scaleStore            // the base size's second store, beside every later size
-	defer func() {
-		for _, st := range []*scaleStore{grown, ref} {
-			if st != nil && st.svc != nil {
-				st.svc.stop()
-			}
-		}
-	}()
 	for i, target := range append([]int64{o.base}, o.sizes...) {
 		stored, err := plantsStored(ctx, rdb)
 		if err != nil {
@@ -278,11 +271,9 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 	}
 	if ref != nil {
 		ref.svc.stop()
-		ref.svc = nil
 	}
 	if o.outage > 0 {
 		grown.svc.stop()
-		grown.svc = nil
 		if sr.Outbox, err = h.outbox(ctx, rdb, startService); err != nil {
 			return fmt.Errorf("the outbox: %w", err)
 		}
@@ -486,6 +477,7 @@ func (h *harness) underFork(ctx context.Context, rdb *redis.Client, create *load
 		res, loopErr = openFor(ctx, create, h.opts.scale.forkRate, ended.Load, 0)
 	})
 	stopLoad := func() { ended.Store(true); wg.Wait() }
+	defer stopLoad()
 	time.Sleep(500 * time.Millisecond)
 	begin := time.Now()
 	inProgress, cow, status := "aof_rewrite_in_progress", "aof_last_cow_size", "aof_last_bgrewrite_status"
@@ -503,24 +495,11 @@ func (h *harness) underFork(ctx context.Context, rdb *redis.Client, create *load
 		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil {
-		stopLoad()
 		return f, err
 	}
-	var info string
-	for {
-		var err error
-		if info, err = rdb.Info(ctx, "persistence").Result(); err != nil {
-			stopLoad()
-			return f, err
-		}
-		if infoField(info, inProgress) == "0" && infoField(info, "aof_rewrite_scheduled") == "0" {
-			break
-		}
-		if ctx.Err() != nil {
-			stopLoad()
-			return f, ctx.Err()
-		}
-		time.Sleep(10 * time.Millisecond)
+	info, err := awaitChild(ctx, rdb, inProgress, 10*time.Millisecond)
+	if err != nil {
+		return f, err
 	}
 	f.Ms = stats.Millis(time.Since(begin))
 	stopLoad()

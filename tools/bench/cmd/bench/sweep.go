@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
-	"github.com/plantstore/plantstore/tools/bench/internal/stats"
 )
 
 // sweep measures the creates' closed loop at each of -sweep-conns
@@ -26,15 +26,11 @@ func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns i
 	var rs []*running
 	defer func() { h.stopAll(rs) }()
 	for _, name := range pair(round) {
-		var v variant
-		for _, w := range variants {
-			if w.name == name {
-				v = w
-			}
-		}
-		if v.name == "" {
+		k := slices.IndexFunc(variants, func(v variant) bool { return v.name == name })
+		if k < 0 {
 			return fmt.Errorf("no variant %q to run", name)
 		}
+		v := variants[k]
 		m := rd.Measures[name]
 		if m == nil {
 			return fmt.Errorf("%s: not measured in this round", name)
@@ -46,7 +42,7 @@ func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns i
 		rs = append(rs, &running{v: v, server: s, m: m})
 	}
 	for _, r := range rs {
-		c, err := h.closed(ctx, r, conns, h.opts.sweepDuration)
+		c, err := h.closed(ctx, r, nil, conns, h.opts.warmup, h.opts.sweepDuration)
 		if err != nil {
 			return err
 		}
@@ -54,16 +50,10 @@ func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns i
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.v.name, err)
 		}
-		l := stats.Summarise(c.res.Latencies)
-		cm := &report.ConnsMeasure{
-			Peak: c.res.Throughput(), Requests: c.res.Requests,
-			CPUPer1k: stats.PerThousand(c.cpu, c.res.Requests),
-			P50:      stats.Millis(l.P50), P99: stats.Millis(l.P99),
-			PeakRSS: mib(mem.VmHWM),
-			Bad:     c.res.Bad, Errors: c.res.Errors, Statuses: c.res.Statuses, FirstError: c.res.FirstError,
-		}
+		cm := c.figures()
+		cm.PeakRSS = mib(mem.VmHWM)
 		if r.m.Sweep == nil {
-			r.m.Sweep = map[int]*report.ConnsMeasure{}
+			r.m.Sweep = map[int]*report.ClosedMeasure{}
 		}
 		r.m.Sweep[conns] = cm
 		h.logf("%s %-20s %3d connections: peak %8.0f req/s, CPU %.4f s/1k req, closed-loop p50 %.2f ms p99 %.2f ms, peak RSS %.1f MiB, failed %d",

@@ -145,7 +145,7 @@ func concurrencyPlot(r *Run) *plot.Plot {
 		var errs plotter.YErrors
 		var ratios []string
 		for _, c := range levels {
-			peak := r.CreatesAt(c, ConnsPeakOf)
+			peak := r.CreatesAt(c, ClosedPeakOf)
 			s := r.Figure(v, peak)
 			if !s.Valid() {
 				continue

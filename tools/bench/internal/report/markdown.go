@@ -217,15 +217,15 @@ func Figures(r *Run) []byte {
 	}
 	for _, c := range levels {
 		row(fmt.Sprintf("creates, %d connections", c), Service,
-			r.CreatesAt(c, ConnsPeakOf), r.CreatesAt(c, ConnsCPUOf), r.CreatesAt(c, ConnsP99Of), r.CreatesAt(c, ConnsRSSOf))
+			r.CreatesAt(c, ClosedPeakOf), r.CreatesAt(c, ClosedCPUOf), r.CreatesAt(c, ClosedP99Of), r.CreatesAt(c, ClosedRSSOf))
 	}
 	row(fmt.Sprintf("creates, %d connections, %s", r.Conns, AllSampled), AllSampled,
-		r.CreatesAt(r.Conns, ConnsPeakOf), r.CreatesAt(r.Conns, ConnsCPUOf), r.CreatesAt(r.Conns, ConnsP99Of), r.CreatesAt(r.Conns, ConnsRSSOf))
+		r.CreatesAt(r.Conns, ClosedPeakOf), r.CreatesAt(r.Conns, ClosedCPUOf), r.CreatesAt(r.Conns, ClosedP99Of), r.CreatesAt(r.Conns, ClosedRSSOf))
 	if r.HasRoutes() {
 		none := func(*Measure) float64 { return math.NaN() }
 		for _, route := range Routes {
 			row(fmt.Sprintf("`%s`, %d connections", route, r.Conns), Service,
-				RouteOf(route, RoutePeakOf), RouteOf(route, RouteCPUOf), RouteOf(route, RouteP99Of), none)
+				RouteOf(route, ClosedPeakOf), RouteOf(route, ClosedCPUOf), RouteOf(route, ClosedP99Of), none)
 		}
 	}
 	p("\n")

@@ -65,39 +65,40 @@ type Measure struct {
 	FirstError         string
 	// Routes are API 1.1.0's routes' closed-loop phases, by route name
 	// (floor and service only).
-	Routes map[string]*RouteMeasure
+	Routes map[string]*ClosedMeasure
 	// Sweep are the creates' closed-loop phases at Run.SweepConns
 	// connections, by number of connections, each on a process started for
 	// it (floor and service only).
-	Sweep map[int]*ConnsMeasure
+	Sweep map[int]*ClosedMeasure
 }
 
-// ConnsMeasure is one closed-loop phase of creates at a number of
-// connections, of one variant in a round.
-type ConnsMeasure struct {
+// ClosedMeasure is one closed-loop phase of one variant in a round: the
+// creates at a number of connections (Measure.Sweep), or a 1.1.0 route
+// (Measure.Routes).
+type ClosedMeasure struct {
 	Peak     float64 // answers a second
 	Requests int64
 	CPUPer1k float64 // server CPU seconds per 1,000 requests
 	P50, P99 float64 // ms, closed loop
 	// PeakRSS is VmHWM (MiB) of a process that, since its exec, ran only
-	// this phase's load.
-	PeakRSS    float64
-	Bad        int64 // answers other than 200
-	Errors     int64 // requests without an answer
+	// this phase's load (the creates' phases only).
+	PeakRSS    float64 `json:",omitempty"`
+	Bad        int64   // answers that failed their check (status or body)
+	Errors     int64   // requests without an answer, or none to send
 	Statuses   map[int]int64
 	FirstError string
 }
 
 // CreatesAt picks a figure of the creates' closed loop at conns
 // connections: the round's closed loop at Run.Conns, else a sweep phase's.
-func (r *Run) CreatesAt(conns int, g func(*ConnsMeasure) float64) func(*Measure) float64 {
+func (r *Run) CreatesAt(conns int, g func(*ClosedMeasure) float64) func(*Measure) float64 {
 	return func(m *Measure) float64 {
 		if conns == r.Conns {
 			rss := m.ClosedRSS
 			if rss == 0 {
 				rss = math.NaN()
 			}
-			return g(&ConnsMeasure{Peak: m.Peak, Requests: m.PeakRequests, CPUPer1k: m.CPUPer1k,
+			return g(&ClosedMeasure{Peak: m.Peak, Requests: m.PeakRequests, CPUPer1k: m.CPUPer1k,
 				P50: m.ClosedP50, P99: m.ClosedP99, PeakRSS: rss})
 		}
 		cm := m.Sweep[conns]
@@ -108,12 +109,12 @@ func (r *Run) CreatesAt(conns int, g func(*ConnsMeasure) float64) func(*Measure)
 	}
 }
 
-// Pickers of the figures of a creates' closed loop.
+// Pickers of the figures of a closed loop.
 var (
-	ConnsPeakOf = func(m *ConnsMeasure) float64 { return m.Peak }
-	ConnsCPUOf  = func(m *ConnsMeasure) float64 { return m.CPUPer1k }
-	ConnsP99Of  = func(m *ConnsMeasure) float64 { return m.P99 }
-	ConnsRSSOf  = func(m *ConnsMeasure) float64 { return m.PeakRSS }
+	ClosedPeakOf = func(m *ClosedMeasure) float64 { return m.Peak }
+	ClosedCPUOf  = func(m *ClosedMeasure) float64 { return m.CPUPer1k }
+	ClosedP99Of  = func(m *ClosedMeasure) float64 { return m.P99 }
+	ClosedRSSOf  = func(m *ClosedMeasure) float64 { return m.PeakRSS }
 )
 
 // ConcurrencyLevels are the numbers of connections the creates' closed
@@ -142,20 +143,8 @@ var Routes = []string{RouteGet, RouteList20, RouteList100, RouteDelete}
 // RouteVariants are the variants the routes are measured on.
 var RouteVariants = []string{Service, Floor}
 
-// RouteMeasure is one route's closed-loop phase of one variant in a round.
-type RouteMeasure struct {
-	Peak       float64 // answers a second
-	Requests   int64
-	CPUPer1k   float64 // server CPU seconds per 1,000 requests
-	P50, P99   float64 // ms, closed loop
-	Bad        int64   // answers that failed their check (status or body)
-	Errors     int64   // requests without an answer, or none to send
-	Statuses   map[int]int64
-	FirstError string
-}
-
 // RouteOf picks a figure of one route's measure.
-func RouteOf(route string, g func(*RouteMeasure) float64) func(*Measure) float64 {
+func RouteOf(route string, g func(*ClosedMeasure) float64) func(*Measure) float64 {
 	return func(m *Measure) float64 {
 		rm := m.Routes[route]
 		if rm == nil {
@@ -164,13 +153,6 @@ func RouteOf(route string, g func(*RouteMeasure) float64) func(*Measure) float64
 		return g(rm)
 	}
 }
-
-// Pickers of the route figures.
-var (
-	RoutePeakOf = func(m *RouteMeasure) float64 { return m.Peak }
-	RouteCPUOf  = func(m *RouteMeasure) float64 { return m.CPUPer1k }
-	RouteP99Of  = func(m *RouteMeasure) float64 { return m.P99 }
-)
 
 // Profile is where the service's CPU went under the creates' closed loop,
 // from a CPU profile of a run after the rounds.
@@ -361,18 +343,18 @@ func (r *Run) Targets() []Target {
 			limit = 1.0
 		}
 		targets = append(targets, Target{Issue: 15, Name: fmt.Sprintf("creates at %d connections ≥ %.1f × floor", c, limit),
-			Measured: r.RatioToFloor(Service, r.CreatesAt(c, ConnsPeakOf)), Unit: "×", Limit: limit, AtLeast: true})
+			Measured: r.RatioToFloor(Service, r.CreatesAt(c, ClosedPeakOf)), Unit: "×", Limit: limit, AtLeast: true})
 	}
 	targets = append(targets, Target{Issue: 15, Name: "service p99 at 25 % of its peak ≤ 1.2 × floor's",
 		Measured: r.RatioToFloor(Service, OpenAt(quarter, P99Of)), Unit: "×", Limit: 1.2})
 	if most := levels[len(levels)-1]; r.HasSweep() {
 		targets = append(targets, Target{Issue: 15, Name: fmt.Sprintf("peak RSS at %d connections ≤ 2 × floor's", most),
-			Measured: r.RatioToFloor(Service, r.CreatesAt(most, ConnsRSSOf)), Unit: "×", Limit: 2})
+			Measured: r.RatioToFloor(Service, r.CreatesAt(most, ClosedRSSOf)), Unit: "×", Limit: 2})
 	}
 	if r.HasRoutes() {
 		for _, route := range Routes {
 			targets = append(targets, Target{Issue: 15, Name: route + " peak ≥ 0.9 × floor",
-				Measured: r.RatioToFloor(Service, RouteOf(route, RoutePeakOf)), Unit: "×", Limit: 0.9, AtLeast: true})
+				Measured: r.RatioToFloor(Service, RouteOf(route, ClosedPeakOf)), Unit: "×", Limit: 0.9, AtLeast: true})
 		}
 	}
 	return targets

@@ -189,7 +189,7 @@ func withRoutes(r *Run) *Run {
 	r.RouteDuration, r.RouteWarmup, r.RouteFill = 2e9, 5e8, 10000
 	for i, rd := range r.Rounds {
 		for _, v := range RouteVariants {
-			rd.Measures[v].Routes = map[string]*RouteMeasure{}
+			rd.Measures[v].Routes = map[string]*ClosedMeasure{}
 			for _, route := range Routes {
 				peak := 1000.0
 				if v == Service {
@@ -198,7 +198,7 @@ func withRoutes(r *Run) *Run {
 						peak = []float64{950, 850, 900}[i]
 					}
 				}
-				rd.Measures[v].Routes[route] = &RouteMeasure{Peak: peak, Requests: 100, CPUPer1k: 0.1, P50: 1, P99: 2, Statuses: map[int]int64{200: 100}}
+				rd.Measures[v].Routes[route] = &ClosedMeasure{Peak: peak, Requests: 100, CPUPer1k: 0.1, P50: 1, P99: 2, Statuses: map[int]int64{200: 100}}
 			}
 		}
 	}
@@ -270,9 +270,9 @@ func withSweep(r *Run) *Run {
 	for i, rd := range r.Rounds {
 		for _, v := range RouteVariants {
 			m := rd.Measures[v]
-			m.Sweep = map[int]*ConnsMeasure{}
+			m.Sweep = map[int]*ClosedMeasure{}
 			for _, c := range r.SweepConns {
-				cm := &ConnsMeasure{Peak: 1000, Requests: 3000, CPUPer1k: 0.08, P50: 1, P99: 4, PeakRSS: 25, Statuses: map[int]int64{200: 3000}}
+				cm := &ClosedMeasure{Peak: 1000, Requests: 3000, CPUPer1k: 0.08, P50: 1, P99: 4, PeakRSS: 25, Statuses: map[int]int64{200: 3000}}
 				if v == Service {
 					cm.CPUPer1k, cm.PeakRSS = 0.1, 30
 					cm.Peak = 950
