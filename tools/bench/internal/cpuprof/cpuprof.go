@@ -5,6 +5,7 @@
 package cpuprof
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -118,18 +119,8 @@ func Summarise(p *profile.Profile, top int) (Breakdown, error) {
 	for name, v := range funcFlat {
 		b.Top = append(b.Top, Share{Name: name, Flat: frac(v), Cum: frac(funcCum[name])})
 	}
-	slices.SortFunc(b.Top, func(x, y Share) int {
-		if x.Flat != y.Flat {
-			if x.Flat > y.Flat {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(x.Name, y.Name)
-	})
-	if len(b.Top) > top {
-		b.Top = b.Top[:top]
-	}
+	slices.SortFunc(b.Top, func(x, y Share) int { return cmp.Or(cmp.Compare(y.Flat, x.Flat), strings.Compare(x.Name, y.Name)) })
+	b.Top = b.Top[:min(top, len(b.Top))]
 	return b, nil
 }
 

@@ -9,12 +9,14 @@ import (
 	"github.com/google/pprof/profile"
 )
 
-// synthetic builds a CPU profile of samples, each a stack (innermost
-// first) and its nanoseconds.
-func synthetic(samples []struct {
+// sample is a stack (innermost first) and its nanoseconds.
+type sample struct {
 	stack []string
 	ns    int64
-}) *profile.Profile {
+}
+
+// synthetic builds a CPU profile of samples.
+func synthetic(samples []sample) *profile.Profile {
 	p := &profile.Profile{
 		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
 		DurationNanos: 2e9,
@@ -42,10 +44,7 @@ func synthetic(samples []struct {
 
 func TestBreakdown(t *testing.T) {
 	const ms = int64(1e6)
-	p := synthetic([]struct {
-		stack []string
-		ns    int64
-	}{
+	p := synthetic([]sample{
 		// 40 ms in go-redis's write, under the service's create handler.
 		{[]string{"syscall.Syscall", "github.com/redis/go-redis/v9/internal/pool.(*Conn).Write", "github.com/plantstore/plantstore/internal/httpapi.(*Handler).create", "net/http.(*conn).serve"}, 40 * ms},
 		// 30 ms allocating in a span.

@@ -57,14 +57,6 @@ func trimProcs(name string) string {
 	return name[:i]
 }
 
-func roundf(i int, variant, what string) string {
-	return fmt.Sprintf("round %d, %s: %s", i+1, variant, what)
-}
-
-func failuresText(m *Measure) string {
-	return failures(m.Statuses, m.Non200, m.Errors, m.FirstError)
-}
-
 // failures describes a phase's failed requests: bad answers other than 200
 // by status, requests without an answer, and the first error.
 func failures(statuses map[int]int64, bad, errs int64, first string) string {

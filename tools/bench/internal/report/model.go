@@ -366,21 +366,22 @@ func (r *Run) HasRoutes() bool { return r.RouteDuration > 0 }
 // Incomplete lists the figures a run should have and does not: a phase that
 // produced no number, or requests that did not answer 200.
 func (r *Run) Incomplete() []string {
-	var out []string
 	if len(r.Rounds) == 0 {
 		return []string{"no round completed"}
 	}
+	var out []string
 	for i, rd := range r.Rounds {
 		for _, v := range Variants {
+			add := func(what string) { out = append(out, fmt.Sprintf("round %d, %s: %s", i+1, v, what)) }
+			check := func(name string, x float64) {
+				if !(x > 0) || math.IsInf(x, 0) {
+					add(name + " missing")
+				}
+			}
 			m := rd.Measures[v]
 			if m == nil {
-				out = append(out, roundf(i, v, "not measured"))
+				add("not measured")
 				continue
-			}
-			check := func(name string, x float64) {
-				if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
-					out = append(out, roundf(i, v, name+" missing"))
-				}
 			}
 			check("ready time", m.ReadyMs)
 			check("idle RSS", m.IdleRSS)
@@ -389,54 +390,52 @@ func (r *Run) Incomplete() []string {
 			check("peak throughput", m.Peak)
 			check("CPU per 1,000 requests", m.CPUPer1k)
 			if len(m.Open) != len(r.Fractions) {
-				out = append(out, roundf(i, v, "open-loop phases missing"))
+				add("open-loop phases missing")
 			}
 			for _, l := range m.Open {
 				check("open-loop p50", l.P50)
 				check("open-loop p99", l.P99)
 				check("open-loop p99.9", l.P999)
 				if l.Answered < l.Scheduled {
-					out = append(out, roundf(i, v, "open loop: requests unanswered"))
+					add("open loop: requests unanswered")
 				}
 			}
 			if m.Non200 > 0 || m.Errors > 0 {
-				out = append(out, roundf(i, v, failuresText(m)))
+				add(failures(m.Statuses, m.Non200, m.Errors, m.FirstError))
 			}
 			if !slices.Contains(RouteVariants, v) {
 				continue
 			}
 			for _, c := range r.SweepConns {
+				cm, name := m.Sweep[c], fmt.Sprintf("creates at %d connections", c)
 				if !r.HasSweep() {
 					break
 				}
-				cm := m.Sweep[c]
-				name := fmt.Sprintf("creates at %d connections", c)
 				if cm == nil {
-					out = append(out, roundf(i, v, name+": not measured"))
+					add(name + ": not measured")
 					continue
 				}
 				if !(cm.Peak > 0) || math.IsInf(cm.Peak, 0) || !(cm.CPUPer1k > 0) || !(cm.PeakRSS > 0) {
-					out = append(out, roundf(i, v, name+": peak, CPU or peak RSS missing"))
+					add(name + ": peak, CPU or peak RSS missing")
 				}
 				if cm.Bad > 0 || cm.Errors > 0 {
-					out = append(out, roundf(i, v, name+": "+failures(cm.Statuses, cm.Bad, cm.Errors, cm.FirstError)))
+					add(name + ": " + failures(cm.Statuses, cm.Bad, cm.Errors, cm.FirstError))
 				}
-			}
-			if !r.HasRoutes() {
-				continue
 			}
 			for _, route := range Routes {
 				rm := m.Routes[route]
+				if !r.HasRoutes() {
+					break
+				}
 				if rm == nil {
-					out = append(out, roundf(i, v, route+": not measured"))
+					add(route + ": not measured")
 					continue
 				}
 				if !(rm.Peak > 0) || math.IsInf(rm.Peak, 0) || !(rm.CPUPer1k > 0) {
-					out = append(out, roundf(i, v, route+": peak or CPU missing"))
+					add(route + ": peak or CPU missing")
 				}
 				if rm.Bad > 0 || rm.Errors > 0 {
-					out = append(out, roundf(i, v, fmt.Sprintf("%s: %d bad answers, %d requests without an answer (first: %s)",
-						route, rm.Bad, rm.Errors, rm.FirstError)))
+					add(fmt.Sprintf("%s: %d bad answers, %d requests without an answer (first: %s)", route, rm.Bad, rm.Errors, rm.FirstError))
 				}
 			}
 		}

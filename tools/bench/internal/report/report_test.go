@@ -159,14 +159,10 @@ func TestTargetsAndTables(t *testing.T) {
 		t.Errorf("Incomplete with failures = %v", bad)
 	}
 	md := markdown(t, r)
-	for _, want := range []string{"| 5 | service peak ≥ 0.85 × floor | 0.901 (0.900–0.902) × | PASS |", "| creates, 50 connections | 901 (900–902) | 1000 | 0.901 (0.900–0.902) |",
+	contains(t, "markdown", md, "| 5 | service peak ≥ 0.85 × floor | 0.901 (0.900–0.902) × | PASS |", "| creates, 50 connections | 901 (900–902) | 1000 | 0.901 (0.900–0.902) |",
 		"| creates, 50 connections, service-all-sampled | 750 | 1000 | 0.750 |", "| 25 % of peak | 250 | 1.00 / 3.00 / 9.00 | 1.00 / 3.00 / 9.00 | 1.00 / 3.00 / 9.00 | 1.00; 1.00 | 0.00; 0.00; 0.00 |",
-		"Handler chain in-process (`go test -bench Chain`):\n\n| Chain/store=redis/telemetry=… | ns/op | B/op | allocs/op |\n|---|---|---|---|\n" +
-			"| off | 50000 | 2000 | 40 |\n| all-sampled | 80000 | 12000 | 120 |\n"} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q", want)
-		}
-	}
+		"Handler chain in-process (`go test -bench Chain`):\n\n| Chain/store=redis/telemetry=… | ns/op | B/op | allocs/op |\n|---|---|---|---|\n"+
+			"| off | 50000 | 2000 | 40 |\n| all-sampled | 80000 | 12000 | 120 |\n")
 }
 
 func TestChart(t *testing.T) {
@@ -234,16 +230,12 @@ func TestRouteTargetsAndTables(t *testing.T) {
 		}
 	}
 	md := markdown(t, r)
-	for _, want := range []string{
+	contains(t, "markdown", md,
 		"| `GET /plants/{id}`, 50 connections | 900 (850–950) | 1000 | 0.900 (0.850–0.950) | 0.1000 | 0.1000 | 2.00 | 2.00 | – | – |",
 		"| 15 | GET /plants/{id} peak ≥ 0.9 × floor | 0.900 (0.850–0.950) × | PASS |",
 		"| 15 | DELETE /plants/{id} peak ≥ 0.9 × floor | 0.800 × | FAIL |",
 		"the 1.1.0 routes 2s each after 500ms, 10000 plants stored",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q", want)
-		}
-	}
+	)
 
 	// A bad answer, a missing route and a route without a figure each fail the run.
 	r.Rounds[1].Measures[Floor].Routes[RouteDelete].Bad = 2
@@ -251,15 +243,11 @@ func TestRouteTargetsAndTables(t *testing.T) {
 	delete(r.Rounds[2].Measures[Service].Routes, RouteList20)
 	r.Rounds[0].Measures[Service].Routes[RouteGet].Peak = 0
 	bad := strings.Join(r.Incomplete(), "\n")
-	for _, want := range []string{
+	contains(t, "Incomplete", bad,
 		"DELETE /plants/{id}: 2 bad answers, 0 requests without an answer (first: status 404, want 204)",
 		"GET /plants?limit=20: not measured",
 		"GET /plants/{id}: peak or CPU missing",
-	} {
-		if !strings.Contains(bad, want) {
-			t.Errorf("Incomplete lacks %q:\n%s", want, bad)
-		}
-	}
+	)
 }
 
 // withSweep adds creates at 10 and 200 connections to sampleRun's rounds:
@@ -322,7 +310,7 @@ func TestCreatesByConcurrency(t *testing.T) {
 		}
 	}
 	md := markdown(t, r)
-	for _, want := range []string{
+	contains(t, "markdown", md,
 		"| creates, 10 connections | 950 | 1000 | 0.950 | 0.1000 | 0.0800 | 4.00 | 4.00 | 30.0 | 25.0 |",
 		// The 50-connection row is the round's closed loop: the sample's
 		// closed-loop p99 and its peak RSS right after it.
@@ -332,11 +320,7 @@ func TestCreatesByConcurrency(t *testing.T) {
 		"| 15 | peak RSS at 200 connections ≤ 2 × floor's | 2.000 (1.800–2.400) × | PASS |",
 		"round(s), 0s; service flags: `--redis-batch` (`-service-flags`)\n",
 		"at 50 connections, 0s per variant after a 0s warm-up, and at 10, 200 connections, 3s each;",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("markdown lacks %q", want)
-		}
-	}
+	)
 	if md := markdown(t, sampleRun()); strings.Contains(md, "| creates, 10 connections |") || !strings.Contains(md, "; service flags: none\n") {
 		t.Error("a run without a sweep shows its rows, or flags it was not given")
 	}
@@ -348,15 +332,11 @@ func TestCreatesByConcurrency(t *testing.T) {
 	delete(r.Rounds[1].Measures[Floor].Sweep, 10)
 	r.Rounds[2].Measures[Floor].Sweep[200].PeakRSS = 0
 	bad := strings.Join(r.Incomplete(), "\n")
-	for _, want := range []string{
+	contains(t, "Incomplete", bad,
 		"round 1, service: creates at 200 connections: 4 answers other than 200 (4×503), 0 requests without an answer (first error: status 503, want 200)",
 		"round 2, floor: creates at 10 connections: not measured",
 		"round 3, floor: creates at 200 connections: peak, CPU or peak RSS missing",
-	} {
-		if !strings.Contains(bad, want) {
-			t.Errorf("Incomplete lacks %q:\n%s", want, bad)
-		}
-	}
+	)
 }
 
 // With a sweep the chart has a second panel, the creates by connections.
@@ -406,5 +386,16 @@ func TestProfileBreakdown(t *testing.T) {
 		"Top functions: `syscall.Syscall6` 30.0 %.\n"
 	if !strings.Contains(md, want) {
 		t.Errorf("markdown lacks %q:\n%s", want, md)
+	}
+}
+
+// contains fails the test for each of wants that text, what the test
+// names, lacks.
+func contains(t *testing.T, what, text string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(text, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, text)
+		}
 	}
 }

@@ -160,11 +160,7 @@ func TestMarkdownSizing(t *testing.T) {
 	if !bytes.Equal(block, Sizing(r)) || !bytes.HasPrefix(md, []byte("# t\n\nbefore\n")) || !bytes.HasSuffix(md, []byte(SizingEnd+"\nafter\n")) {
 		t.Errorf("Replace:\n%s", md)
 	}
-	for _, want := range []string{"| plants | 10k | 1M |", "1000 / 1.00 / 2.00", "1.10", "of 1k 1.0.0 plants: 2.0 s, 500 plants/s"} {
-		if !bytes.Contains(block, []byte(want)) {
-			t.Errorf("the block lacks %q:\n%s", want, block)
-		}
-	}
+	contains(t, "the block", string(block), "| plants | 10k | 1M |", "1000 / 1.00 / 2.00", "1.10", "of 1k 1.0.0 plants: 2.0 s, 500 plants/s")
 	for _, bad := range []string{"no markers", SizingBegin + SizingBegin + SizingEnd, SizingEnd + SizingBegin} {
 		if _, err := SizingSection.Replace([]byte(bad), Sizing(r)); err == nil {
 			t.Errorf("Replace(%q): no error", bad)
