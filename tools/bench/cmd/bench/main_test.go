@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -189,52 +190,67 @@ func TestInfoInt(t *testing.T) {
 	}
 }
 
-// The committed figures and chart are what -render writes from the
-// committed run's data: a hand edit of the block, a generator changed
-// without rendering again, or data and report from different runs fail here.
-func TestDocFiguresAreTheRunData(t *testing.T) {
+// The committed figures block, sizing block and charts are what -render
+// and -render -scale write from the committed runs' data: a hand edit of a
+// block, a renderer changed without rendering again, or data and report
+// from different runs fail here. gonum/plot draws the same bytes from the
+// same data.
+func TestDocsAreTheRunData(t *testing.T) {
 	root, err := findRepo("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := os.ReadFile(filepath.Join(root, "docs", "performance.md"))
-	if err != nil {
-		t.Fatal(err)
+	docs, dir := filepath.Join(root, "docs"), t.TempDir()
+	committed := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(docs, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
 	}
-	data, err := os.ReadFile(filepath.Join(root, "docs", "performance.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := report.Decode[report.Run](data)
+	run, err := report.Decode[report.Run](committed("performance.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if run.Short || len(run.Failures) > 0 {
 		t.Errorf("docs/performance.json is a short or failed run (short %v, failures %q): commit a full make bench-load", run.Short, run.Failures)
 	}
-	// The chart too: gonum/plot draws the same bytes from the same data.
-	committed, err := os.ReadFile(filepath.Join(root, "docs", filepath.FromSlash(run.PNG)))
+	sr, err := report.Decode[report.ScaleRun](committed("performance-scale.json"))
 	if err != nil {
-		t.Errorf("the figures' chart: %v", err)
-	}
-	drawn := filepath.Join(t.TempDir(), "chart.png")
-	if err := report.Chart(run, drawn); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(drawn); err != nil {
+	if sr.Short || len(sr.Failures) > 0 || len(sr.Sizes) < 4 {
+		t.Errorf("docs/performance-scale.json: short %v, failures %q, %d sizes: commit a full make bench-scale", sr.Short, sr.Failures, len(sr.Sizes))
+	}
+	out := filepath.Join(dir, "performance.md")
+	if err := os.WriteFile(out, committed("performance.md"), 0o644); err != nil {
 		t.Fatal(err)
-	} else if !bytes.Equal(b, committed) {
-		t.Errorf("docs/%s is not the chart of docs/performance.json; render it again with `cd tools/bench && go run ./cmd/bench -render`", run.PNG)
 	}
-	got, err := report.FiguresSection.Of(doc)
-	if err != nil {
-		t.Fatalf("docs/performance.md: %v", err)
+	if err := write(run, out, filepath.Join(dir, filepath.FromSlash(run.PNG)), false); err != nil {
+		t.Fatal(err)
 	}
-	want := report.Figures(run)
-	if string(got) == string(want) {
-		return
+	scaleData, scalePNG := scalePaths(out)
+	if err := writeScale(sr, out, scalePNG, scaleData); err != nil {
+		t.Fatal(err)
 	}
-	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for _, name := range []string{"performance.md", run.PNG, filepath.Base(scalePNG), filepath.Base(scaleData)} {
+		want := committed(name)
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("docs/%s is not what `cd tools/bench && go run ./cmd/bench -render` and `-scale -render` write from "+
+				"docs/performance.json and docs/performance-scale.json (%v): render them again after a renderer change, "+
+				"or run make bench-load or bench-scale.%s", name, err, firstDiff(name, want, got))
+		}
+	}
+}
+
+// firstDiff shows the first line where the committed text file name
+// differs from what was rendered.
+func firstDiff(name string, committed, rendered []byte) string {
+	if filepath.Ext(name) != ".md" {
+		return ""
+	}
+	g, w := strings.Split(string(committed), "\n"), strings.Split(string(rendered), "\n")
 	i := 0
 	for i < len(g) && i < len(w) && g[i] == w[i] {
 		i++
@@ -243,9 +259,7 @@ func TestDocFiguresAreTheRunData(t *testing.T) {
 		if i < len(ls) {
 			return ls[i]
 		}
-		return "(end of block)"
+		return "(end of file)"
 	}
-	t.Errorf("docs/performance.md's figures are not what tools/bench renders from docs/performance.json; "+
-		"render them again with `cd tools/bench && go run ./cmd/bench -render` (after a generator change), "+
-		"or run make bench-load. Line %d of the block:\n got: %s\nwant: %s", i+1, line(g), line(w))
+	return fmt.Sprintf(" Line %d:\n got: %s\nwant: %s", i+1, line(g), line(w))
 }

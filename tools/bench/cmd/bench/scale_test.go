@@ -1,16 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
 
 func TestParseSizes(t *testing.T) {
@@ -87,48 +82,5 @@ func TestScalePaths(t *testing.T) {
 	data, png := scalePaths("/r/docs/performance.md")
 	if data != "/r/docs/performance-scale.json" || png != "/r/docs/performance-scale.png" {
 		t.Errorf("scalePaths = %s, %s", data, png)
-	}
-}
-
-// The committed sizing block and its chart are what -render -scale writes
-// from docs/performance-scale.json: a hand edit of the block, a renderer
-// changed without rendering again, or data from another run fail here.
-func TestDocSizingIsTheRunData(t *testing.T) {
-	root, err := findRepo("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(root, "docs", "performance.md")
-	data, png := scalePaths(out)
-	b, err := os.ReadFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run, err := report.Decode[report.ScaleRun](b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if run.Short || len(run.Failures) > 0 || len(run.Sizes) < 4 {
-		t.Errorf("docs/performance-scale.json: short %v, failures %q, %d sizes: commit a full make bench-scale", run.Short, run.Failures, len(run.Sizes))
-	}
-	doc, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	drawn := filepath.Join(dir, "performance.md")
-	if err := os.WriteFile(drawn, doc, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dData, dPNG := scalePaths(drawn)
-	if err := writeScale(run, drawn, dPNG, dData); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []struct{ committed, rendered string }{{out, drawn}, {png, dPNG}, {data, dData}} {
-		c, err1 := os.ReadFile(f.committed)
-		r, err2 := os.ReadFile(f.rendered)
-		if err1 != nil || err2 != nil || !bytes.Equal(c, r) {
-			t.Errorf("%s is not what `cd tools/bench && go run ./cmd/bench -scale -render` writes from docs/performance-scale.json (%v %v)", f.committed, err1, err2)
-		}
 	}
 }
