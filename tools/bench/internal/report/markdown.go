@@ -121,15 +121,19 @@ func pct(f float64) string { return fmt.Sprintf("%.0f %%", f*100) }
 // pctf formats a share as a percentage with one decimal.
 func pctf(f float64) string { return fmt.Sprintf("%.1f %%", f*100) }
 
-// redisVersion is the "v=" field of `redis-server --version`, or the whole
-// line when it has none.
-func redisVersion(s string) string {
-	for f := range strings.FieldsSeq(s) {
+// machineLine is the report's line of what the run ran on; Redis's
+// version is the "v=" field of `redis-server --version`, or the whole line
+// when it has none.
+func machineLine(m Machine, appendfsync string) string {
+	redis := m.Redis
+	for f := range strings.FieldsSeq(m.Redis) {
 		if v, ok := strings.CutPrefix(f, "v="); ok {
-			return "Redis " + v
+			redis = "Redis " + v
+			break
 		}
 	}
-	return s
+	return fmt.Sprintf("- machine: %d CPUs (%s), %s, %s, %s (`appendfsync %s`); load average %s at the start, %s at the end\n",
+		m.NProc, m.CPU, m.Kernel, m.GoVersion, redis, appendfsync, m.LoadBefore, m.LoadAfter)
 }
 
 // Figures renders the run as the content of docs/performance.md's figures
@@ -152,9 +156,7 @@ func Figures(r *Run) []byte {
 		flags += "; environment `" + strings.Join(r.ServiceEnv, " ") + "` (`-service-env`)"
 	}
 	p("- run: %s, `%s`, %d round(s), %s; service flags: %s\n", r.Date.UTC().Format(time.RFC3339), r.Command, rounds, r.Elapsed.Round(time.Second), flags)
-	p("- machine: %d CPUs (%s), %s, %s, %s (`appendfsync %s`); load average %s at the start, %s at the end\n",
-		r.Machine.NProc, r.Machine.CPU, r.Machine.Kernel, r.Machine.GoVersion, redisVersion(r.Machine.Redis), r.Appendfsync,
-		r.Machine.LoadBefore, r.Machine.LoadAfter)
+	p("%s", machineLine(r.Machine, r.Appendfsync))
 	p("- phases: creates in a closed loop at %d connections, %s per variant after a %s warm-up", r.Conns, r.Duration, r.Warmup)
 	if r.HasSweep() {
 		p(", and at %s connections, %s each", joinInts(r.SweepConns), r.SweepDuration)

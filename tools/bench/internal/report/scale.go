@@ -347,8 +347,7 @@ func Sizing(r *ScaleRun) []byte {
 		p("> **Short run (`-short`)**: a small store and short phases, made to check that the harness works, not to\n> size anything.\n\n")
 	}
 	p("- run: %s, `%s`, %s\n", r.Date.UTC().Format(time.RFC3339), r.Command, r.Elapsed.Round(time.Second))
-	p("- machine: %d CPUs (%s), %s, %s, %s (`appendfsync %s`); load average %s at the start, %s at the end\n",
-		r.Machine.NProc, r.Machine.CPU, r.Machine.Kernel, r.Machine.GoVersion, redisVersion(r.Machine.Redis), r.Appendfsync, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	p("%s", machineLine(r.Machine, r.Appendfsync))
 	p("- phases: each operation a closed loop at %s connections, %s after a %s warm-up", joinInts(r.Conns), r.Window, r.Warmup)
 	if r.Rounds > 0 {
 		p(", at every size after the base in %d rounds, each beside a phase on a second store of the base size", r.Rounds)
@@ -375,15 +374,6 @@ func Sizing(r *ScaleRun) []byte {
 		p("Operations: throughput / p50 / p99 as ratios to the base size's (its column: req/s, ms, ms). Memory: Redis's\n")
 	}
 	p("INFO when the size's phases started; the headroom is RSS over used_memory plus the larger fork's copy-on-write.\n\n")
-	p("| plants |")
-	for _, s := range r.Sizes {
-		p(" %s |", plantsLabel(s.Plants))
-	}
-	p("\n|---|")
-	for range r.Sizes {
-		p("---|")
-	}
-	p("\n")
 	row := func(name string, cell func(i int, s ScaleSize) string) {
 		p("| %s |", name)
 		for i, s := range r.Sizes {
@@ -391,6 +381,8 @@ func Sizing(r *ScaleRun) []byte {
 		}
 		p("\n")
 	}
+	row("plants", func(_ int, s ScaleSize) string { return plantsLabel(s.Plants) })
+	p("|---|%s\n", strings.Repeat("---|", len(r.Sizes)))
 	for _, op := range ScaleOps {
 		for _, c := range r.Conns {
 			row(fmt.Sprintf("`%s`, %d conns", op, c), func(i int, s ScaleSize) string {
