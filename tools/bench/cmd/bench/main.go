@@ -456,16 +456,15 @@ func (h *harness) build(ctx context.Context, root string) (service, floor, perfT
 	service = filepath.Join(h.work, "plantstore")
 	floor = filepath.Join(h.work, "floor")
 	perfTest = filepath.Join(h.work, "perf.test")
-	goCmd := func(dir string, args ...string) error { return h.goBuild(ctx, dir, args...) }
 	var wg sync.WaitGroup
 	var errService, errFloor error
 	wg.Go(func() {
-		errService = goCmd(root, "build", "-trimpath", "-ldflags", "-s -w", "-o", service, "./cmd/plantstore")
+		errService = h.goBuild(ctx, root, "build", "-trimpath", "-ldflags", "-s -w", "-o", service, "./cmd/plantstore")
 	})
 	wg.Go(func() {
-		errFloor = goCmd(h.bench, "build", "-trimpath", "-ldflags", "-s -w", "-o", floor, "./cmd/floor")
+		errFloor = h.goBuild(ctx, h.bench, "build", "-trimpath", "-ldflags", "-s -w", "-o", floor, "./cmd/floor")
 	})
-	wg.Go(func() { perfErr = goCmd(root, "test", "-c", "-o", perfTest, "./internal/perf/") })
+	wg.Go(func() { perfErr = h.goBuild(ctx, root, "test", "-c", "-o", perfTest, "./internal/perf/") })
 	wg.Wait()
 	return service, floor, perfTest, perfErr, errors.Join(errService, errFloor)
 }
@@ -522,13 +521,7 @@ func parseSizes(s string, base int64) ([]int64, error) {
 // findRepo returns the directory of the go.mod of plantstore's root module:
 // dir if given, else the nearest one above the working directory.
 func findRepo(dir string) (string, error) {
-	if dir == "" {
-		var err error
-		if dir, err = os.Getwd(); err != nil {
-			return "", err
-		}
-	}
-	dir, err := filepath.Abs(dir)
+	dir, err := filepath.Abs(dir) // "": the working directory
 	if err != nil {
 		return "", err
 	}

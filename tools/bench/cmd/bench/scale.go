@@ -216,31 +216,36 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 		tag := fmt.Sprintf("[%s plants]", strconv.FormatInt(size.Plants, 10))
 		h.logf("%s used_memory %d B (%.0f B a plant), ready in %.1f ms", tag, size.UsedMemory, size.PerPlant(), size.ReadyMs)
 		if i > 0 && ref == nil {
-			if ref, err = h.startBaseStore(ctx, startServiceOn); err != nil {
+			// The second store, which holds the base size's plants beside
+			// every later size's phases, and its service.
+			refAddr, refRDB, err := h.startRedis(ctx, "redis-base")
+			if err != nil {
+				return err
+			}
+			ref = &scaleStore{rdb: refRDB}
+			if ref.svc, err = startServiceOn(refAddr); err != nil {
 				return err
 			}
 		}
 		for _, c := range scaleConns {
 			for _, op := range report.ScaleOps {
+				var m report.OpMeasure
+				var beside string
 				if i == 0 {
-					m, err := h.scalePhase(ctx, grown, op, c)
-					if err != nil {
-						return fmt.Errorf("%s %s at %d connections: %w", tag, op, c, err)
-					}
-					size.Ops = append(size.Ops, m)
-					h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d", tag, op, c, m.Rate, m.P50, m.P99, m.Failed)
-					continue
+					m, err = h.scalePhase(ctx, grown, op, c)
+				} else {
+					var pairs []report.Pair
+					pairs, err = h.pairedPhases(ctx, grown, ref, o.base, op, c)
+					size.Pairs = append(size.Pairs, pairs...)
+					m = medianOf(pairs, func(p report.Pair) report.OpMeasure { return p.Size })
+					b := medianOf(pairs, func(p report.Pair) report.OpMeasure { return p.Base })
+					beside = fmt.Sprintf("; beside it the base: %8.0f req/s, p99 %.2f ms", b.Rate, b.P99)
 				}
-				pairs, err := h.pairedPhases(ctx, grown, ref, o.base, op, c)
 				if err != nil {
 					return fmt.Errorf("%s %s at %d connections: %w", tag, op, c, err)
 				}
-				size.Pairs = append(size.Pairs, pairs...)
-				m := medianOf(pairs, func(p report.Pair) report.OpMeasure { return p.Size })
-				b := medianOf(pairs, func(p report.Pair) report.OpMeasure { return p.Base })
 				size.Ops = append(size.Ops, m)
-				h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d; beside it the base: %8.0f req/s, p99 %.2f ms",
-					tag, op, c, m.Rate, m.P50, m.P99, m.Failed, b.Rate, b.P99)
+				h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d%s", tag, op, c, m.Rate, m.P50, m.P99, m.Failed, beside)
 			}
 		}
 		if size.UsecPerCall, err = usecPerCall(ctx, rdb); err != nil {
@@ -291,20 +296,6 @@ type scaleStore struct {
 	createRate     float64 // the last create phase's, which sizes the next delete pool
 }
 
-// startBaseStore starts the second store, which holds the base size's
-// plants beside every later size's phases, and its service.
-func (h *harness) startBaseStore(ctx context.Context, startOn func(redisAddr string, extra ...string) (*server, error)) (*scaleStore, error) {
-	addr, rdb, err := h.startRedis(ctx, "redis-base")
-	if err != nil {
-		return nil, err
-	}
-	st := &scaleStore{rdb: rdb}
-	if st.svc, err = startOn(addr); err != nil {
-		return nil, err
-	}
-	return st, nil
-}
-
 // scalePhase runs op's closed loop at c connections against st.
 func (h *harness) scalePhase(ctx context.Context, st *scaleStore, op string, c int) (report.OpMeasure, error) {
 	o := h.opts.scale
@@ -349,26 +340,24 @@ func (h *harness) pairedPhases(ctx context.Context, size, ref *scaleStore, base 
 	pairs := make([]report.Pair, h.opts.scale.rounds)
 	for r := range pairs {
 		for turn := range 2 {
-			if (r+turn)%2 == 0 {
-				if err := ref.rdb.FlushAll(ctx).Err(); err != nil {
+			if (r+turn)%2 == 1 {
+				var err error
+				if pairs[r].Size, err = h.scalePhase(ctx, size, op, c); err != nil {
 					return nil, err
 				}
-				if err := fill(ctx, ref.rdb, fillFirst, base); err != nil {
-					return nil, err
-				}
-				ref.filled = base
-				m, err := h.scalePhase(ctx, ref, op, c)
-				if err != nil {
-					return nil, fmt.Errorf("on the base store: %w", err)
-				}
-				pairs[r].Base = m
 				continue
 			}
-			m, err := h.scalePhase(ctx, size, op, c)
-			if err != nil {
+			if err := ref.rdb.FlushAll(ctx).Err(); err != nil {
 				return nil, err
 			}
-			pairs[r].Size = m
+			if err := fill(ctx, ref.rdb, fillFirst, base); err != nil {
+				return nil, err
+			}
+			ref.filled = base
+			var err error
+			if pairs[r].Base, err = h.scalePhase(ctx, ref, op, c); err != nil {
+				return nil, fmt.Errorf("on the base store: %w", err)
+			}
 		}
 	}
 	return pairs, nil
