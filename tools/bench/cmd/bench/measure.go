@@ -145,11 +145,10 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		return rd, ctx.Err()
 	}
 	for _, r := range rs {
-		mem, err := memory(r.pid())
-		if err != nil {
-			return rd, fmt.Errorf("%s: %w", r.v.name, err)
+		var err error
+		if r.m.IdleRSS, _, err = r.memory(); err != nil {
+			return rd, err
 		}
-		r.m.IdleRSS = mib(mem.VmRSS)
 	}
 
 	// Peak: closed loop, the floor and the service as a pair (in this
@@ -172,11 +171,9 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		if res.Requests > 0 {
 			r.m.AOFBytesPerRequest = float64(c.aofBytes) / float64(res.Requests)
 		}
-		mem, err := memory(r.pid())
-		if err != nil {
-			return rd, fmt.Errorf("%s: %w", r.v.name, err)
+		if _, r.m.ClosedRSS, err = r.memory(); err != nil {
+			return rd, err
 		}
-		r.m.ClosedRSS = mib(mem.VmHWM)
 		h.logf("%s %-20s peak %8.0f req/s, CPU %.4f s/1k req (generator %.4f), closed-loop p50 %.2f ms p99 %.2f ms, peak RSS %.1f MiB, failed %d",
 			tag, r.v.name, r.m.Peak, r.m.CPUPer1k, r.m.GeneratorCPUPer1k, r.m.ClosedP50, r.m.ClosedP99, r.m.ClosedRSS, res.Failed())
 	}
@@ -237,11 +234,10 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 
 	// Peak RSS: the high-water mark since exec, after the round's create load.
 	for _, r := range rs {
-		mem, err := memory(r.pid())
-		if err != nil {
-			return rd, fmt.Errorf("%s: %w", r.v.name, err)
+		var err error
+		if _, r.m.PeakRSS, err = r.memory(); err != nil {
+			return rd, err
 		}
-		r.m.PeakRSS = mib(mem.VmHWM)
 		h.logf("%s %-20s RSS idle %.1f MiB, peak %.1f MiB", tag, r.v.name, r.m.IdleRSS, r.m.PeakRSS)
 	}
 	if err := h.routes(ctx, i, tag, rd, rs); err != nil {

@@ -392,14 +392,17 @@ func cpuSeconds(pid int) (float64, error) {
 	return s.CPUTime(), err
 }
 
-// memory is what Linux says of pid's resident memory: VmRSS now, VmHWM the
-// peak since exec, in bytes.
-func memory(pid int) (procfs.ProcStatus, error) {
-	p, err := procfs.NewProc(pid)
-	if err != nil {
-		return procfs.ProcStatus{}, err
+// memory is what Linux says of the process's resident memory, in MiB:
+// VmRSS now, and VmHWM, the peak since exec.
+func (p *proc) memory() (rss, peak float64, err error) {
+	fp, err := procfs.NewProc(p.pid())
+	if err == nil {
+		var st procfs.ProcStatus
+		if st, err = fp.NewStatus(); err == nil {
+			return mib(st.VmRSS), mib(st.VmHWM), nil
+		}
 	}
-	return p.NewStatus()
+	return 0, 0, fmt.Errorf("%s: %w", p.name, err)
 }
 
 // cpuModel is the machine's first CPU model name, as the report records it.

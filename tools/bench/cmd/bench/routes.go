@@ -103,8 +103,11 @@ func (h *harness) routes(ctx context.Context, round int, tag string, rd report.R
 // fill stores n plants with ids from first on, as the service's creates
 // leave them (the service's own store.Fill), for the reads and deletes.
 func fill(ctx context.Context, rdb redis.Cmdable, first, n int64) error {
-	tag := "tropical"
-	return store.Fill(ctx, rdb, keyPrefix, int(n), func(i int) plant.Plant {
-		return plant.Plant{ID: first + int64(i), Name: "Monstera", Tag: &tag}
-	})
+	return store.Fill(ctx, rdb, keyPrefix, int(n), func(i int) plant.Plant { return benchPlant(first + int64(i)) })
+}
+
+// benchPlant is plant id as the load generator creates and expects it.
+func benchPlant(id int64) plant.Plant {
+	tag := load.PlantTag
+	return plant.Plant{ID: id, Name: load.PlantName, Tag: &tag}
 }

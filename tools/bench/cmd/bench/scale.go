@@ -248,7 +248,11 @@ func (h *harness) scale(ctx context.Context, root string, sr *report.ScaleRun) e
 				h.logf("%s %-55s %2d conns: %8.0f req/s, p50 %.2f ms, p99 %.2f ms, failed %d%s", tag, op, c, m.Rate, m.P50, m.P99, m.Failed, beside)
 			}
 		}
-		if size.UsecPerCall, err = usecPerCall(ctx, rdb); err != nil {
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return err
+		}
+		if size.UsecPerCall, err = parseUsecPerCall(info); err != nil {
 			return err
 		}
 		create := svc.target.With(load.Create{IDs: &h.ids})
@@ -531,15 +535,6 @@ func longestCommands(ctx context.Context, rdb *redis.Client) (fast, other int64,
 	return fast, other, nil
 }
 
-// usecPerCall reads INFO commandstats' usec_per_call of report.CallCommands.
-func usecPerCall(ctx context.Context, rdb *redis.Client) (map[string]float64, error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return nil, err
-	}
-	return parseUsecPerCall(info)
-}
-
 // parseUsecPerCall reads the usec_per_call of report.CallCommands out of
 // INFO commandstats' answer; a command not called is left out.
 func parseUsecPerCall(info string) (map[string]float64, error) {
@@ -577,10 +572,7 @@ func dirSize(dir string) (int64, error) {
 // `plantstore migrate-store`, one pass, from exec to exit.
 func (h *harness) migration(ctx context.Context, service, addr string, env []string, n int64) (*report.MigrationMeasure, error) {
 	began := time.Now()
-	tag := "tropical"
-	if err := store.FillLegacy(ctx, h.rdb, keyPrefix, int(n), func(i int) plant.Plant {
-		return plant.Plant{ID: legacyFirst + int64(i), Name: load.PlantName, Tag: &tag}
-	}); err != nil {
+	if err := store.FillLegacy(ctx, h.rdb, keyPrefix, int(n), func(i int) plant.Plant { return benchPlant(legacyFirst + int64(i)) }); err != nil {
 		return nil, err
 	}
 	h.logf("filled %d plants in the 1.0.0 layout in %s", n, time.Since(began).Round(time.Millisecond))

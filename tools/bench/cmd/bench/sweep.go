@@ -46,12 +46,10 @@ func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns i
 		if err != nil {
 			return err
 		}
-		mem, err := memory(r.pid())
-		if err != nil {
-			return fmt.Errorf("%s: %w", r.v.name, err)
-		}
 		cm := c.figures()
-		cm.PeakRSS = mib(mem.VmHWM)
+		if _, cm.PeakRSS, err = r.memory(); err != nil {
+			return err
+		}
 		if r.m.Sweep == nil {
 			r.m.Sweep = map[int]*report.ClosedMeasure{}
 		}
