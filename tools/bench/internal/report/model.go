@@ -303,29 +303,13 @@ func (t Target) Pass() bool {
 	return t.Measured.Median <= t.Limit
 }
 
-// fraction is the index of f in Fractions, or -1.
-func (r *Run) fraction(f float64) int {
-	for i, x := range r.Fractions {
-		if x == f {
-			return i
-		}
-	}
-	return -1
-}
-
-// HalfPeak is the index of the 50 % rate in Fractions, or -1.
-func (r *Run) HalfPeak() int { return r.fraction(0.5) }
-
-// QuarterPeak is the index of the 25 % rate in Fractions, or -1.
-func (r *Run) QuarterPeak() int { return r.fraction(0.25) }
-
 // Targets evaluates the issues' targets on the medians over the rounds:
 // issue 5's (telemetry's cost at 50 connections, memory and start-up), then
 // issue 15's (creates at each number of connections, latency at 25 % of the
 // service's peak and peak RSS at the most connections, each against the
 // floor; the 1.1.0 routes).
 func (r *Run) Targets() []Target {
-	half, quarter := r.HalfPeak(), r.QuarterPeak()
+	half, quarter := slices.Index(r.Fractions, 0.5), slices.Index(r.Fractions, 0.25)
 	targets := []Target{
 		{Issue: 5, Name: "service peak ≥ 0.85 × floor", Measured: r.RatioToFloor(Service, PeakOf), Unit: "×", Limit: 0.85, AtLeast: true},
 		{Issue: 5, Name: "service-all-sampled peak ≥ 0.7 × floor", Measured: r.RatioToFloor(AllSampled, PeakOf), Unit: "×", Limit: 0.7, AtLeast: true},
