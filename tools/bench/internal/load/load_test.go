@@ -4,8 +4,8 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -73,23 +73,12 @@ func TestNewTargetLoopbackOnly(t *testing.T) {
 // A short closed and open loop against an in-process server: every request
 // is answered, ids are fresh, and the open loop keeps its schedule.
 func TestLoops(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var ids atomic.Int64
+	tg := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"name":"Monstera","tag":"tropical"}`))
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-
-	var ids atomic.Int64
-	tg, err := NewTarget(ln.Addr().String(), "t", &ids)
-	if err != nil {
-		t.Fatal(err)
-	}
+	}), &ids)
 	ctx := context.Background()
 	var started, ended bool
 	r, err := tg.Closed(ctx, 4, 50*time.Millisecond, 200*time.Millisecond, func() { started = true }, func() { ended = true })
@@ -128,4 +117,16 @@ func TestResultAdd(t *testing.T) {
 	if got := r.Throughput(); got != 1.5 {
 		t.Fatalf("throughput %v, want 1.5", got)
 	}
+}
+
+// serve serves h on loopback until the test ends, and returns a target of
+// it whose creates take their ids from ids.
+func serve(t *testing.T, h http.Handler, ids *atomic.Int64) *Target {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	tg, err := NewTarget(srv.Listener.Addr().String(), "t", ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg
 }

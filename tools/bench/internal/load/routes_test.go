@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -221,17 +220,7 @@ func TestRouteLoops(t *testing.T) {
 		t.Run("broken="+broken, func(t *testing.T) {
 			// A pool far larger than a phase can use up, however fast the machine.
 			f := &fakeStore{n: 1 << 40, deletes: map[int64]int{}, broken: broken}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := &http.Server{Handler: f}
-			go srv.Serve(ln)
-			defer srv.Close()
-			tg, err := NewTarget(ln.Addr().String(), "t", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tg := serve(t, f, nil)
 			del := NewDelete(1000, 1<<40-1000)
 			for _, rt := range []struct {
 				name  string
