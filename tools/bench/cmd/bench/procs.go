@@ -177,11 +177,26 @@ func (h *harness) startStore(ctx context.Context, root string) (addr string, ser
 // tracedEnv starts an OTLP sink and returns the service's environment that
 // exports its traces there, sampled by sampler (with arg unless "").
 func (h *harness) tracedEnv(sampler, arg string) ([]string, *sink, error) {
-	s, err := h.startSink()
+	s := &sink{}
+	srv, addr, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" {
+			http.NotFound(w, r)
+			return
+		}
+		n, _ := io.Copy(io.Discard, r.Body)
+		s.exports.Add(1)
+		s.bytes.Add(n)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
 	if err != nil {
 		return nil, nil, err
 	}
-	env := cleanEnv("OTEL_EXPORTER_OTLP_ENDPOINT="+s.url, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_TRACES_SAMPLER="+sampler)
+	s.srv = srv
+	h.mu.Lock()
+	h.sinks = append(h.sinks, s)
+	h.mu.Unlock()
+	env := cleanEnv("OTEL_EXPORTER_OTLP_ENDPOINT=http://"+addr, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_TRACES_SAMPLER="+sampler)
 	if arg != "" {
 		env = append(env, "OTEL_TRACES_SAMPLER_ARG="+arg)
 	}
@@ -246,33 +261,19 @@ func awaitChild(ctx context.Context, c *redis.Client, inProgress string, poll ti
 
 // sink is an OTLP/HTTP endpoint that reads and drops every export.
 type sink struct {
-	url            string
 	srv            *http.Server
 	exports, bytes atomic.Int64
 }
 
-func (h *harness) startSink() (*sink, error) {
+// serve serves handler on a free loopback port.
+func serve(handler http.Handler) (srv *http.Server, addr string, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	s := &sink{url: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" {
-			http.NotFound(w, r)
-			return
-		}
-		n, _ := io.Copy(io.Discard, r.Body)
-		s.exports.Add(1)
-		s.bytes.Add(n)
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		w.WriteHeader(http.StatusOK)
-	})}
-	go func() { _ = s.srv.Serve(ln) }()
-	h.mu.Lock()
-	h.sinks = append(h.sinks, s)
-	h.mu.Unlock()
-	return s, nil
+	srv = &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, ln.Addr().String(), nil
 }
 
 // listening reads the API and admin addresses from the "API listening" and

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -652,17 +651,15 @@ func (s *subscriber) received(first, last int64) int64 {
 func (h *harness) outbox(ctx context.Context, rdb *redis.Client, start func(extra ...string) (*server, error)) (*report.OutboxMeasure, error) {
 	o := h.opts.scale
 	sub := &subscriber{ids: map[int64]bool{}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	srv, addr, err := serve(sub)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: sub, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	subs := filepath.Join(h.work, "subscribers")
-	if err := os.WriteFile(subs, fmt.Appendf(nil, "http://%s/hook whsec_%s\n", ln.Addr(), base64.StdEncoding.EncodeToString(secret)), 0o600); err != nil {
+	if err := os.WriteFile(subs, fmt.Appendf(nil, "http://%s/hook whsec_%s\n", addr, base64.StdEncoding.EncodeToString(secret)), 0o600); err != nil {
 		return nil, err
 	}
 	svc, err := start("--webhook-subscribers-file", subs, "--webhook-allow-cidrs", "127.0.0.1/32")
@@ -675,10 +672,6 @@ func (h *harness) outbox(ctx context.Context, rdb *redis.Client, start func(extr
 		return nil, err
 	}
 	outbox := store.NewRedisOutbox(rdb, keyPrefix)
-	backlog := func() (int64, store.OutboxStats, error) {
-		st, err := outbox.Stats(ctx)
-		return st.Events + st.Tasks, st, err
-	}
 	sub.down.Store(true)
 	first := h.ids.Load() + 1
 	h.logf("[outbox] subscriber down for %s under %.0f creates/s", o.outage, o.forkRate)
@@ -690,11 +683,11 @@ func (h *harness) outbox(ctx context.Context, rdb *redis.Client, start func(extr
 			return nil, err
 		}
 		res.Add(r)
-		n, _, err := backlog()
+		st, err := outbox.Stats(ctx)
 		if err != nil {
 			return nil, err
 		}
-		m.MaxBacklog = max(m.MaxBacklog, n)
+		m.MaxBacklog = max(m.MaxBacklog, st.Events+st.Tasks)
 	}
 	last := h.ids.Load()
 	m.Created = res.Statuses[200]
@@ -709,12 +702,10 @@ func (h *harness) outbox(ctx context.Context, rdb *redis.Client, start func(extr
 	deadline := back.Add(o.drain)
 	var st store.OutboxStats
 	for {
-		n, s, err := backlog()
-		if err != nil {
+		if st, err = outbox.Stats(ctx); err != nil {
 			return nil, err
 		}
-		st = s
-		if n == 0 && sub.received(first, last) >= m.Created {
+		if st.Events+st.Tasks == 0 && sub.received(first, last) >= m.Created {
 			m.Drained = true
 			break
 		}
