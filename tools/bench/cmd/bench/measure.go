@@ -244,8 +244,10 @@ func (h *harness) round(ctx context.Context, i int, variants []variant) (report.
 		return rd, err
 	}
 	h.stopAll(rs)
-	if err := h.sweep(ctx, i, tag, rd, variants); err != nil {
-		return rd, err
+	for _, conns := range h.opts.sweepConns {
+		if err := h.sweep(ctx, i, tag, conns, rd, variants); err != nil {
+			return rd, fmt.Errorf("creates at %d connections: %w", conns, err)
+		}
 	}
 	return rd, nil
 }

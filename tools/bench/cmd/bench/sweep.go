@@ -8,21 +8,12 @@ import (
 	"github.com/plantstore/plantstore/tools/bench/internal/report"
 )
 
-// sweep measures the creates' closed loop at each of -sweep-conns
-// connections on the floor and the service, in the round's order (see
-// pair). Each number of connections runs on a floor and a service started
-// for it, so that VmHWM, the high-water mark since exec, read right after
-// the phase is the peak resident memory under that load alone.
-func (h *harness) sweep(ctx context.Context, round int, tag string, rd report.Round, variants []variant) error {
-	for _, conns := range h.opts.sweepConns {
-		if err := h.sweepLevel(ctx, round, tag, conns, rd, variants); err != nil {
-			return fmt.Errorf("creates at %d connections: %w", conns, err)
-		}
-	}
-	return nil
-}
-
-func (h *harness) sweepLevel(ctx context.Context, round int, tag string, conns int, rd report.Round, variants []variant) error {
+// sweep measures the creates' closed loop at conns connections (one of
+// -sweep-conns) on the floor and the service, in the round's order (see
+// pair), each started for it, so that VmHWM, the high-water mark since
+// exec, read right after the phase is the peak resident memory under that
+// load alone.
+func (h *harness) sweep(ctx context.Context, round int, tag string, conns int, rd report.Round, variants []variant) error {
 	var rs []*running
 	defer func() { h.stopAll(rs) }()
 	for _, name := range pair(round) {
