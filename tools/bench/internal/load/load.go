@@ -73,30 +73,35 @@ func AppendRequest(buf []byte, host, token string, id int64) []byte {
 	b := append(body[:0], `{"id": `...)
 	b = strconv.AppendInt(b, id, 10)
 	b = append(b, `, "name": "Monstera", "tag": "tropical"}`...)
-	return appendHead(buf, "POST", "/plants", host, token, b)
+	buf = append(buf, "POST /plants HTTP/1.1\r\nHost: "...)
+	buf = append(buf, host...)
+	buf = append(buf, "\r\nUser-Agent: plantstore-bench\r\nContent-Type: application/json\r\n"...)
+	buf = appendToken(buf, token)
+	buf = append(buf, "Content-Length: "...)
+	buf = strconv.AppendInt(buf, int64(len(b)), 10)
+	buf = append(buf, "\r\n\r\n"...)
+	return append(buf, b...)
 }
 
-// appendHead appends a request's head to buf, and body after it when it
-// has one (JSON).
-func appendHead(buf []byte, method, target, host, token string, body []byte) []byte {
+// appendToken appends the Authorization header of token, none for "".
+func appendToken(buf []byte, token string) []byte {
+	if token == "" {
+		return buf
+	}
+	buf = append(buf, "Authorization: Bearer "...)
+	buf = append(buf, token...)
+	return append(buf, "\r\n"...)
+}
+
+// appendHead appends the head of a request without a body to buf.
+func appendHead(buf []byte, method, target, host, token string) []byte {
 	buf = append(buf, method...)
 	buf = append(buf, ' ')
 	buf = append(buf, target...)
 	buf = append(buf, " HTTP/1.1\r\nHost: "...)
 	buf = append(buf, host...)
 	buf = append(buf, "\r\nUser-Agent: plantstore-bench\r\n"...)
-	if token != "" {
-		buf = append(buf, "Authorization: Bearer "...)
-		buf = append(buf, token...)
-		buf = append(buf, "\r\n"...)
-	}
-	if body != nil {
-		buf = append(buf, "Content-Type: application/json\r\nContent-Length: "...)
-		buf = strconv.AppendInt(buf, int64(len(body)), 10)
-		buf = append(buf, "\r\n"...)
-	}
-	buf = append(buf, "\r\n"...)
-	return append(buf, body...)
+	return append(appendToken(buf, token), "\r\n"...)
 }
 
 // conn is one keep-alive connection, with the route's state on it.

@@ -74,7 +74,7 @@ type Get struct{ First, N int64 }
 func (g Get) Append(buf []byte, host, token string, st *State) ([]byte, error) {
 	st.id = g.First + rand.Int64N(g.N)
 	var target [32]byte
-	return appendHead(buf, "GET", string(strconv.AppendInt(append(target[:0], "/plants/"...), st.id, 10)), host, token, nil), nil
+	return appendHead(buf, "GET", string(strconv.AppendInt(append(target[:0], "/plants/"...), st.id, 10)), host, token), nil
 }
 
 // AppendPlant appends the JSON of plant id as GET answers it.
@@ -113,12 +113,12 @@ type List struct {
 func (l List) Append(buf []byte, host, token string, st *State) ([]byte, error) {
 	if !st.walking {
 		if l.Start != "" {
-			return appendHead(buf, "GET", l.Start, host, token, nil), nil
+			return appendHead(buf, "GET", l.Start, host, token), nil
 		}
 		var target [32]byte
-		return appendHead(buf, "GET", string(strconv.AppendInt(append(target[:0], "/plants?limit="...), int64(l.Limit), 10)), host, token, nil), nil
+		return appendHead(buf, "GET", string(strconv.AppendInt(append(target[:0], "/plants?limit="...), int64(l.Limit), 10)), host, token), nil
 	}
-	return appendHead(buf, "GET", string(st.next), host, token, nil), nil
+	return appendHead(buf, "GET", string(st.next), host, token), nil
 }
 
 var (
@@ -217,7 +217,7 @@ func (d *Delete) Append(buf []byte, host, token string, st *State) ([]byte, erro
 	}
 	st.id = d.first + i
 	var target [32]byte
-	return appendHead(buf, "DELETE", string(strconv.AppendInt(append(target[:0], "/plants/"...), st.id, 10)), host, token, nil), nil
+	return appendHead(buf, "DELETE", string(strconv.AppendInt(append(target[:0], "/plants/"...), st.id, 10)), host, token), nil
 }
 
 func (d *Delete) Check(r *Response, st *State) error {
