@@ -145,39 +145,24 @@ func (c *Client) Namespace() string { return c.namespace }
 
 // Get reads a Secret; ErrNotFound when there is none.
 func (c *Client) Get(ctx context.Context, name string) (*Secret, error) {
-	var s Secret
-	if err := c.do(ctx, http.MethodGet, c.path("", "secrets", name), "", nil, &s); err != nil {
-		return nil, fmt.Errorf("get secret %s/%s: %w", c.namespace, name, err)
-	}
-	return &s, nil
+	return object[Secret](ctx, c, "get secret", name, http.MethodGet, c.path("", "secrets", name), "", nil)
 }
 
 // Create creates a Secret; ErrConflict when one of that name exists.
 func (c *Client) Create(ctx context.Context, s *Secret) (*Secret, error) {
 	s.APIVersion, s.Kind, s.Metadata.Namespace = "v1", "Secret", c.namespace
-	var out Secret
-	if err := c.do(ctx, http.MethodPost, c.path("", "secrets", ""), "application/json", s, &out); err != nil {
-		return nil, fmt.Errorf("create secret %s/%s: %w", c.namespace, s.Metadata.Name, err)
-	}
-	return &out, nil
+	return object[Secret](ctx, c, "create secret", s.Metadata.Name, http.MethodPost, c.path("", "secrets", ""), "application/json", s)
 }
 
 // Update replaces a Secret read by Get; ErrConflict when it changed since.
 func (c *Client) Update(ctx context.Context, s *Secret) (*Secret, error) {
-	var out Secret
-	if err := c.do(ctx, http.MethodPut, c.path("", "secrets", s.Metadata.Name), "application/json", s, &out); err != nil {
-		return nil, fmt.Errorf("update secret %s/%s: %w", c.namespace, s.Metadata.Name, err)
-	}
-	return &out, nil
+	return object[Secret](ctx, c, "update secret", s.Metadata.Name, http.MethodPut, c.path("", "secrets", s.Metadata.Name), "application/json", s)
 }
 
 // Annotate merges annotations into a Secret's (a JSON merge patch).
 func (c *Client) Annotate(ctx context.Context, name string, annotations map[string]string) error {
 	patch := map[string]any{"metadata": map[string]any{"annotations": annotations}}
-	if err := c.do(ctx, http.MethodPatch, c.path("", "secrets", name), "application/merge-patch+json", patch, nil); err != nil {
-		return fmt.Errorf("annotate secret %s/%s: %w", c.namespace, name, err)
-	}
-	return nil
+	return c.do(ctx, "annotate secret", name, http.MethodPatch, c.path("", "secrets", name), "application/merge-patch+json", patch, nil)
 }
 
 // StatefulSet is the part of an apps/v1 StatefulSet the roll reads.
@@ -222,30 +207,19 @@ func (p *Pod) Ready() bool {
 
 // StatefulSet reads a StatefulSet.
 func (c *Client) StatefulSet(ctx context.Context, name string) (*StatefulSet, error) {
-	var s StatefulSet
-	if err := c.do(ctx, http.MethodGet, c.path("apps", "statefulsets", name), "", nil, &s); err != nil {
-		return nil, fmt.Errorf("get statefulset %s/%s: %w", c.namespace, name, err)
-	}
-	return &s, nil
+	return object[StatefulSet](ctx, c, "get statefulset", name, http.MethodGet, c.path("apps", "statefulsets", name), "", nil)
 }
 
 // Pod reads a Pod; ErrNotFound when there is none.
 func (c *Client) Pod(ctx context.Context, name string) (*Pod, error) {
-	var p Pod
-	if err := c.do(ctx, http.MethodGet, c.path("", "pods", name), "", nil, &p); err != nil {
-		return nil, fmt.Errorf("get pod %s/%s: %w", c.namespace, name, err)
-	}
-	return &p, nil
+	return object[Pod](ctx, c, "get pod", name, http.MethodGet, c.path("", "pods", name), "", nil)
 }
 
 // DeletePod deletes the Pod of that name if it is still the one of that
 // UID (ErrConflict otherwise), gracefully: its preStop hook runs.
 func (c *Client) DeletePod(ctx context.Context, name, uid string) error {
 	opts := map[string]any{"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": map[string]string{"uid": uid}}
-	if err := c.do(ctx, http.MethodDelete, c.path("", "pods", name), "application/json", opts, nil); err != nil {
-		return fmt.Errorf("delete pod %s/%s: %w", c.namespace, name, err)
-	}
-	return nil
+	return c.do(ctx, "delete pod", name, http.MethodDelete, c.path("", "pods", name), "application/json", opts, nil)
 }
 
 // status is the API server's error body (metav1.Status), in part.
@@ -268,7 +242,25 @@ func (c *Client) path(group, resource, name string) string {
 	return p
 }
 
-func (c *Client) do(ctx context.Context, method, path, contentType string, in, out any) error {
+// object is do for a call that answers an object, decoded into a new T.
+func object[T any](ctx context.Context, c *Client, what, name, method, path, contentType string, in any) (*T, error) {
+	var out T
+	if err := c.do(ctx, what, name, method, path, contentType, in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// do sends one call about the object name; its error says what it did
+// (what, e.g. "get secret") to which object.
+func (c *Client) do(ctx context.Context, what, name, method, path, contentType string, in, out any) error {
+	if err := c.send(ctx, method, path, contentType, in, out); err != nil {
+		return fmt.Errorf("%s %s/%s: %w", what, c.namespace, name, err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path, contentType string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)

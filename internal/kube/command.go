@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -69,15 +70,9 @@ func clientFor(cfg ClientConfig) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cfg.TokenFile == "" {
-			cfg.TokenFile = in.TokenFile
-		}
-		if cfg.CAFile == "" {
-			cfg.CAFile = in.CAFile
-		}
-		if cfg.Namespace == "" {
-			cfg.Namespace = in.Namespace
-		}
+		cfg.TokenFile = cmp.Or(cfg.TokenFile, in.TokenFile)
+		cfg.CAFile = cmp.Or(cfg.CAFile, in.CAFile)
+		cfg.Namespace = cmp.Or(cfg.Namespace, in.Namespace)
 		cfg.Server = in.Server
 	}
 	return NewClient(cfg)

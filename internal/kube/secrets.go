@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -205,12 +206,8 @@ func ensure(ctx context.Context, api Secrets, spec Spec, name string, data func(
 			return nil, Outcome{}, genErr
 		}
 		annotations := map[string]string{}
-		for k, v := range spec.Annotations {
-			annotations[k] = v
-		}
-		for k, v := range keepAnnotations {
-			annotations[k] = v
-		}
+		maps.Copy(annotations, spec.Annotations)
+		maps.Copy(annotations, keepAnnotations)
 		var created *Secret
 		created, err = api.Create(ctx, &Secret{
 			Metadata: Metadata{Name: name, Labels: spec.Labels, Annotations: annotations},
