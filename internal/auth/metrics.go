@@ -1,6 +1,10 @@
 package auth
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/plantstore/plantstore/internal/telemetry"
+)
 
 // Metrics count refused requests and token reloads.
 type Metrics struct {
@@ -21,7 +25,7 @@ func NewMetrics(reg prometheus.Registerer, tokens func() int) (*Metrics, error) 
 		Help: "Changes of the tokens file taken in (success) or refused, keeping the tokens in force (failure)."}, []string{"result"})
 	count := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "plantstore", Subsystem: "auth", Name: "tokens", Help: "Tokens accepted now."},
 		func() float64 { return float64(tokens()) })
-	if err := RegisterMetrics(reg, failures, reloads, count); err != nil {
+	if err := telemetry.Register(reg, failures, reloads, count); err != nil {
 		return nil, err
 	}
 	m := &Metrics{failures: make(map[string]prometheus.Counter), byReason: failures,
@@ -30,20 +34,6 @@ func NewMetrics(reg prometheus.Registerer, tokens func() int) (*Metrics, error) 
 		m.failures[r] = failures.WithLabelValues(r)
 	}
 	return m, nil
-}
-
-// RegisterMetrics registers cs on reg, stopping at the first error: the one
-// registration of the API keys' metrics and the JWT verifier's (package
-// oidcauth), all named plantstore_auth_*. (Not through a prefixing
-// Registerer: its wrapper hides each collector's type from whoever gathers
-// the metrics' descriptions, docs/telemetry.md's test among them.)
-func RegisterMetrics(reg prometheus.Registerer, cs ...prometheus.Collector) error {
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Failure is the middleware's FailureObserver.

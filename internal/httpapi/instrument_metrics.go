@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -28,15 +27,10 @@ type requestMetrics struct {
 
 // register makes the metrics and registers them on reg.
 func (m *requestMetrics) register(reg prometheus.Registerer) error {
-	m.buckets = telemetry.DurationBuckets()
-	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "plantstore", Subsystem: "http", Name: "request_duration_seconds",
-		Help:                            "Time from the request's arrival to the end of its response, by method, route template and status code.",
-		Buckets:                         m.buckets,
-		NativeHistogramBucketFactor:     1.1,
-		NativeHistogramMaxBucketNumber:  160,
-		NativeHistogramMinResetDuration: time.Hour,
-	}, []string{"method", "route", "code"})
+	opts := telemetry.LatencyOpts("http", "request_duration_seconds",
+		"Time from the request's arrival to the end of its response, by method, route template and status code.")
+	m.buckets = opts.Buckets
+	m.duration = prometheus.NewHistogramVec(opts, []string{"method", "route", "code"})
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "plantstore", Subsystem: "http", Name: "requests_total",
 		Help: "API requests by method, route template, status code and client: the name= of the token's line in the tokens file, \"unnamed\" without one, \"unauthenticated\" without an accepted token.",
@@ -45,12 +39,7 @@ func (m *requestMetrics) register(reg prometheus.Registerer) error {
 		Namespace: "plantstore", Subsystem: "http", Name: "requests_in_flight",
 		Help: "Requests being served now.",
 	})
-	for _, c := range []prometheus.Collector{m.duration, m.requests, m.inFlight} {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return telemetry.Register(reg, m.duration, m.requests, m.inFlight)
 }
 
 // series is one child of the duration histogram, with what a request of its

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/plantstore/plantstore/internal/auth"
+	"github.com/plantstore/plantstore/internal/telemetry"
 )
 
 // The results of Verify, as counted.
@@ -33,7 +33,7 @@ func newMetrics(reg prometheus.Registerer, cached func() int) (*metrics, error) 
 		Help: "When a JWT issuer's keys were last fetched, by configured issuer (Unix seconds; absent until the first success)."}, []string{"issuer"})
 	entries := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "plantstore", Subsystem: "auth", Name: "jwt_cache_entries",
 		Help: "Verified JWTs remembered until they expire (bounded by --auth-jwt-cache-size)."}, func() float64 { return float64(cached()) })
-	if err := auth.RegisterMetrics(reg, results, fetches, lastSuccess, entries); err != nil {
+	if err := telemetry.Register(reg, results, fetches, lastSuccess, entries); err != nil {
 		return nil, err
 	}
 	m := &metrics{results: map[string]prometheus.Counter{}, fetches: fetches, lastSuccess: lastSuccess}

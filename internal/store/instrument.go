@@ -34,14 +34,9 @@ type Instrumented struct {
 // Instrument registers plantstore_store_operation_duration_seconds on reg and
 // returns b observed by it.
 func Instrument(b Backend, reg prometheus.Registerer) (*Instrumented, error) {
-	vec := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "plantstore", Subsystem: "store", Name: "operation_duration_seconds",
-		Help:                            "Time of store operations, by operation (create, get, delete, list, ping) and outcome (ok, unavailable, unreplicated, full, error).",
-		Buckets:                         telemetry.DurationBuckets(),
-		NativeHistogramBucketFactor:     1.1,
-		NativeHistogramMaxBucketNumber:  160,
-		NativeHistogramMinResetDuration: time.Hour,
-	}, []string{"operation", "outcome"})
+	vec := prometheus.NewHistogramVec(telemetry.LatencyOpts("store", "operation_duration_seconds",
+		"Time of store operations, by operation (create, get, delete, list, ping) and outcome (ok, unavailable, unreplicated, full, error)."),
+		[]string{"operation", "outcome"})
 	if err := reg.Register(vec); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package telemetry
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -29,4 +31,28 @@ func NewRegistry(info version.Info) *prometheus.Registry {
 // one does. The SLO thresholds (0.1s, 0.25s) are bucket boundaries.
 func DurationBuckets() []float64 {
 	return []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+}
+
+// LatencyOpts are the options of a latency histogram, classic
+// (DurationBuckets) and native alike.
+func LatencyOpts(subsystem, name, help string) prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{
+		Namespace: "plantstore", Subsystem: subsystem, Name: name, Help: help,
+		Buckets:                         DurationBuckets(),
+		NativeHistogramBucketFactor:     1.1,
+		NativeHistogramMaxBucketNumber:  160,
+		NativeHistogramMinResetDuration: time.Hour,
+	}
+}
+
+// Register registers cs on reg, stopping at the first error. (Not through a
+// prefixing Registerer: its wrapper hides each collector's type from whoever
+// gathers the metrics' descriptions, docs/telemetry.md's test among them.)
+func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -63,10 +63,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Rereads of a changed subscribers file, by result (success, failure).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.deliveries, m.duration, m.backlog, m.oldest, m.dead, m.subs, m.reloads} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := telemetry.Register(reg, m.deliveries, m.duration, m.backlog, m.oldest, m.dead, m.subs, m.reloads); err != nil {
+		return nil, err
 	}
 	// Both queues exist (at 0) before the first reading, and without
 	// webhooks, so that dashboards and alerts see them.
