@@ -50,7 +50,7 @@ type HTTPServer struct {
 func NewHTTPServer(name, flag, addr string, handler http.Handler, o HTTPOptions, log *zap.Logger) *HTTPServer {
 	s := &HTTPServer{name: name, flag: flag, addr: addr, log: log, conns: newConnTracker()}
 	s.srv = &http.Server{
-		Handler:           s.closeWhenDraining(closeAfterChunked(handler)),
+		Handler:           s.closeConnection(handler),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		ReadTimeout:       o.ReadTimeout,
 		WriteTimeout:      o.WriteTimeout,
@@ -62,13 +62,20 @@ func NewHTTPServer(name, flag, addr string, handler http.Handler, o HTTPOptions,
 	return s
 }
 
-// closeWhenDraining answers with "Connection: close" once the server drains,
+// closeConnection answers with "Connection: close" once the server drains,
 // so that every kept-alive connection in use ends cleanly after its response
 // and its client dials again (another replica, once this one's listener is
 // closed).
-func (s *HTTPServer) closeWhenDraining(next http.Handler) http.Handler {
+//
+// It also closes the connection after a request whose body came with a
+// Transfer-Encoding. net/http frames such a body by the encoding, silently
+// drops a Content-Length sent with it, and keeps the connection open; RFC
+// 9112 section 6.3 requires closing it, because a proxy in front that framed
+// the request by its Content-Length would read what follows the body as a
+// different request than this server does (request smuggling).
+func (s *HTTPServer) closeConnection(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.draining.Load() {
+		if s.draining.Load() || len(r.TransferEncoding) > 0 {
 			w.Header().Set("Connection", "close")
 		}
 		next.ServeHTTP(w, r)
@@ -168,22 +175,6 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// closeAfterChunked closes the connection after answering a request whose
-// body came with a Transfer-Encoding. net/http frames such a body by the
-// encoding, silently drops a Content-Length sent with it, and keeps the
-// connection open for the next request; RFC 9112 section 6.3 requires the
-// connection to be closed after responding, because a proxy in front that
-// framed the request by its Content-Length would read what follows the body
-// as a different request than this server does (request smuggling).
-func closeAfterChunked(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(r.TransferEncoding) > 0 {
-			w.Header().Set("Connection", "close")
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // Start binds the listener synchronously, so that a busy port fails
