@@ -67,25 +67,18 @@ func (r Rate) String() string {
 // below what the arithmetic on them could overflow.
 const maxCount = 1_000_000_000
 
+// rateUnits are the periods of a rate by their unit.
+var rateUnits = map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour}
+
 // ParseRate parses "<n>/<s|m|h>", n a positive decimal integer; the burst is n.
 func ParseRate(v string) (Rate, error) {
-	count, unit, ok := strings.Cut(v, "/")
+	count, unit, _ := strings.Cut(v, "/")
 	n, err := parseCount(count)
+	period, ok := rateUnits[unit]
 	if !ok || err != nil {
 		return Rate{}, errors.New("must be <n>/s, <n>/m or <n>/h with n a whole number from 1 to 1000000000")
 	}
-	r := Rate{Count: n, Burst: n}
-	switch unit {
-	case "s":
-		r.Period = time.Second
-	case "m":
-		r.Period = time.Minute
-	case "h":
-		r.Period = time.Hour
-	default:
-		return Rate{}, errors.New("must be <n>/s, <n>/m or <n>/h with n a whole number from 1 to 1000000000")
-	}
-	return r, nil
+	return Rate{Count: n, Period: period, Burst: n}, nil
 }
 
 // parseCount parses a positive decimal integer of at most maxCount: digits
@@ -182,7 +175,6 @@ func parseLineFields(fields []string, now time.Time) (Digest, Client, error) {
 	}
 	c := Client{Name: Unnamed, Scopes: AllScopes}
 	seen := map[string]bool{}
-	var name string
 	var burst int
 	for i, f := range fields[1:] {
 		key, value, ok := strings.Cut(f, "=")
@@ -199,18 +191,6 @@ func parseLineFields(fields []string, now time.Time) (Digest, Client, error) {
 		}
 		seen[key] = true
 		switch key {
-		case "name":
-			if !validName(value) {
-				return Digest{}, Client{}, errors.New("name= must be 1 to 64 of letters, digits and ._-, starting with a letter or digit")
-			}
-			if value == Unnamed || value == Unauthenticated {
-				return Digest{}, Client{}, fmt.Errorf("name= must not be %q or %q: the service uses them", Unnamed, Unauthenticated)
-			}
-			name = value
-		case "scopes":
-			if c.Scopes, err = parseScopes(value); err != nil {
-				return Digest{}, Client{}, err
-			}
 		case "expires":
 			t, err := time.Parse(time.RFC3339, value)
 			if err != nil {
@@ -220,27 +200,57 @@ func parseLineFields(fields []string, now time.Time) (Digest, Client, error) {
 				return Digest{}, Client{}, errors.New("expires= is in the past: remove the line, or give a future time")
 			}
 			c.Expires = t.UTC()
-		case "rate":
-			if c.Rate, err = ParseRate(value); err != nil {
-				return Digest{}, Client{}, fmt.Errorf("rate= %w", err)
-			}
-		case "burst":
-			if burst, err = parseCount(value); err != nil {
-				return Digest{}, Client{}, errors.New("burst= must be a whole number from 1 to 1000000000")
+		default:
+			if err := clientAttribute(&c, &burst, key, value); err != nil {
+				return Digest{}, Client{}, err
 			}
 		}
 	}
-	if burst != 0 {
-		if c.Rate.IsZero() {
-			return Digest{}, Client{}, errors.New("burst= needs rate= on the same line")
-		}
-		c.Rate.Burst = burst
+	if err := c.setBurst(burst); err != nil {
+		return Digest{}, Client{}, err
 	}
-	if name != "" {
-		c.Name = name
-	}
-	c.key = clientKey(name, d)
+	c.key = clientKey(c.Name, d)
 	return d, c, nil
+}
+
+// clientAttribute applies to c an attribute that token and identity lines
+// share: name=, scopes=, rate= or burst= (into burst: setBurst applies it
+// once the line's rate= is known).
+func clientAttribute(c *Client, burst *int, key, value string) error {
+	var err error
+	switch key {
+	case "name":
+		if !validName(value) {
+			return errors.New("name= must be 1 to 64 of letters, digits and ._-, starting with a letter or digit")
+		}
+		if value == Unnamed || value == Unauthenticated {
+			return fmt.Errorf("name= must not be %q or %q: the service uses them", Unnamed, Unauthenticated)
+		}
+		c.Name = value
+	case "scopes":
+		c.Scopes, err = parseScopes(value)
+	case "rate":
+		if c.Rate, err = ParseRate(value); err != nil {
+			return fmt.Errorf("rate= %w", err)
+		}
+	case "burst":
+		if *burst, err = parseCount(value); err != nil {
+			return errors.New("burst= must be a whole number from 1 to 1000000000")
+		}
+	}
+	return err
+}
+
+// setBurst gives c's rate the line's burst= (0: none).
+func (c *Client) setBurst(burst int) error {
+	if burst == 0 {
+		return nil
+	}
+	if c.Rate.IsZero() {
+		return errors.New("burst= needs rate= on the same line")
+	}
+	c.Rate.Burst = burst
+	return nil
 }
 
 // parseToken reads a line's first field: a raw token or "sha256:<hex>".

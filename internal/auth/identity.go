@@ -119,7 +119,6 @@ func parseIdentityFields(fields []string) (identityRule, error) {
 	c := Client{Scopes: AllScopes}
 	seen := map[string]bool{}
 	var burst int
-	var err error
 	for i, f := range fields {
 		key, value, ok := strings.Cut(f, "=")
 		if !ok || value == "" {
@@ -151,25 +150,9 @@ func parseIdentityFields(fields []string) (identityRule, error) {
 				return identityRule{}, errors.New("claim= must be <claim name>:<value>, the name 1 to 64 of letters, digits and ._-")
 			}
 			r.claimName, r.claimWant = name, want
-		case "name":
-			if !validName(value) {
-				return identityRule{}, errors.New("name= must be 1 to 64 of letters, digits and ._-, starting with a letter or digit")
-			}
-			if value == Unnamed || value == Unauthenticated {
-				return identityRule{}, fmt.Errorf("name= must not be %q or %q: the service uses them", Unnamed, Unauthenticated)
-			}
-			c.Name = value
-		case "scopes":
-			if c.Scopes, err = parseScopes(value); err != nil {
+		default:
+			if err := clientAttribute(&c, &burst, key, value); err != nil {
 				return identityRule{}, err
-			}
-		case "rate":
-			if c.Rate, err = ParseRate(value); err != nil {
-				return identityRule{}, fmt.Errorf("rate= %w", err)
-			}
-		case "burst":
-			if burst, err = parseCount(value); err != nil {
-				return identityRule{}, errors.New("burst= must be a whole number from 1 to 1000000000")
 			}
 		}
 	}
@@ -181,11 +164,8 @@ func parseIdentityFields(fields []string) (identityRule, error) {
 	case c.Name == "":
 		return identityRule{}, errors.New("an identity line needs name=: its client's name in logs, metrics and rate limits")
 	}
-	if burst != 0 {
-		if c.Rate.IsZero() {
-			return identityRule{}, errors.New("burst= needs rate= on the same line")
-		}
-		c.Rate.Burst = burst
+	if err := c.setBurst(burst); err != nil {
+		return identityRule{}, err
 	}
 	c.key = clientKey(c.Name, Digest{})
 	r.client = &c

@@ -59,12 +59,8 @@ func (s TokenSet) Identities() int { return len(s.identities) }
 
 // Union returns a set accepting the tokens and identities of both sets.
 func (s TokenSet) Union(o TokenSet) TokenSet {
-	d := make([]Digest, 0, len(s.digests)+len(o.digests))
-	c := make([]*Client, 0, len(s.clients)+len(o.clients))
-	ids := make([]identityRule, 0, len(s.identities)+len(o.identities))
-	return TokenSet{digests: append(append(d, s.digests...), o.digests...),
-		clients:    append(append(c, s.clients...), o.clients...),
-		identities: append(append(ids, s.identities...), o.identities...)}
+	return TokenSet{digests: slices.Concat(s.digests, o.digests), clients: slices.Concat(s.clients, o.clients),
+		identities: slices.Concat(s.identities, o.identities)}
 }
 
 // Identify returns the client of the first identity line that id matches,
