@@ -234,7 +234,6 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 		conflicted = map[int64]bool{}
 		quietSince time.Time // start of the run of quiet passes; zero: none
 		found      bool      // a pass has seen a 1.0.0 key
-		timer      *time.Timer
 	)
 	for pass := 1; ; pass++ {
 		if err := ctx.Err(); err != nil {
@@ -277,16 +276,10 @@ func (r *Redis) SettleLegacy(ctx context.Context, o MigrationOptions, onPass fun
 		if !quietSince.IsZero() && start.Sub(quietSince) >= settle {
 			return total, pass, nil
 		}
-		if timer == nil {
-			timer = time.NewTimer(pause)
-			defer timer.Stop()
-		} else {
-			timer.Reset(pause)
-		}
 		select {
 		case <-ctx.Done():
 			return total, pass, ctx.Err()
-		case <-timer.C:
+		case <-time.After(pause):
 		}
 	}
 }

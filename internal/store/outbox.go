@@ -133,23 +133,21 @@ func decodeTask(shard int, member string) (Task, error) {
 
 // next returns the stored form of t's next attempt, which failed with cause.
 func (t Task) next(cause string) (string, error) {
-	var rec taskRecord
-	if err := json.Unmarshal([]byte(t.member), &rec); err != nil {
-		return "", fmt.Errorf("decoding an outbox task: %w", err)
-	}
-	rec.Attempt++
-	rec.Err = cause
-	b, err := json.Marshal(rec)
-	return string(b), err
+	return t.rewrite(func(rec *taskRecord) { rec.Attempt, rec.Err = rec.Attempt+1, cause })
 }
 
 // fresh returns the stored form of t as a first attempt (a replay).
 func (t Task) fresh() (string, error) {
+	return t.rewrite(func(rec *taskRecord) { rec.Attempt, rec.Err = 0, "" })
+}
+
+// rewrite returns the stored form of t as change leaves it.
+func (t Task) rewrite(change func(*taskRecord)) (string, error) {
 	var rec taskRecord
 	if err := json.Unmarshal([]byte(t.member), &rec); err != nil {
 		return "", fmt.Errorf("decoding an outbox task: %w", err)
 	}
-	rec.Attempt, rec.Err = 0, ""
+	change(&rec)
 	b, err := json.Marshal(rec)
 	return string(b), err
 }

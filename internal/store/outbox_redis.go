@@ -130,11 +130,7 @@ func (o *RedisOutbox) pipelined(ctx context.Context, call func(pipe redis.Pipeli
 			}
 			return nil
 		})
-		all := make([]redis.Cmder, Shards)
-		for i, c := range cmds {
-			all[i] = c
-		}
-		if attempt == 0 && unknownScript(all) {
+		if attempt == 0 && unknownScript(cmds) {
 			if err := o.loadScripts(ctx); err != nil {
 				return nil, classify(fmt.Errorf("loading the outbox scripts: %w", err))
 			}

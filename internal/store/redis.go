@@ -185,11 +185,10 @@ func (r *Redis) Create(ctx context.Context, p plant.Plant) (plant.Plant, plant.O
 // existing compares the plant already stored (old, its JSON) with p: the same
 // plant is a replay, another a conflict.
 func (r *Redis) existing(p plant.Plant, old string) (plant.Plant, plant.Outcome, error) {
-	var sp storedPlant
-	if err := json.Unmarshal([]byte(old), &sp); err != nil {
-		return plant.Plant{}, 0, fmt.Errorf("decoding stored plant %d: %w", p.ID, err)
+	stored, err := decodePlant(p.ID, []byte(old))
+	if err != nil {
+		return plant.Plant{}, 0, err
 	}
-	stored := plant.Plant{ID: p.ID, Name: sp.Name, Tag: sp.Tag}
 	if !stored.SameContent(p) {
 		return stored, 0, fmt.Errorf("id %d: %w", p.ID, plant.ErrConflict)
 	}

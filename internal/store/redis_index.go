@@ -197,7 +197,7 @@ func createdReply(cmd *redis.Cmd) (old string, created bool, err error) {
 	return "", false, fmt.Errorf("create script answered %v (%T)", v, v)
 }
 
-func unknownScript(cmds []redis.Cmder) bool {
+func unknownScript[C redis.Cmder](cmds []C) bool {
 	for _, cmd := range cmds {
 		if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			return true
