@@ -159,44 +159,53 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 // contract makes POST /plants idempotent, so CreatePlant retries it after a
 // 503 or a lost reply. The same id with another name or tag is an
 // *APIError with Code CodeConflict (40901).
-func (c *PlantStore) CreatePlant(ctx context.Context, p NewPlant) (Plant, error) {
+func (c *PlantStore) CreatePlant(ctx context.Context, p NewPlant) (_ Plant, err error) {
+	defer wrap(&err, "create plant %d", p.Id)
 	req, err := NewCreatePlantRequest(c.base.String(), p)
 	if err != nil {
-		return Plant{}, fmt.Errorf("plantstore client: create plant %d: %w", p.Id, err)
+		return Plant{}, err
 	}
 	resp, _, err := c.send(req.WithContext(ctx))
 	if err != nil {
-		return Plant{}, fmt.Errorf("plantstore client: create plant %d: %w", p.Id, err)
+		return Plant{}, err
 	}
 	r, err := ParseCreatePlantResponse(resp)
 	switch {
 	case err != nil:
-		return Plant{}, fmt.Errorf("plantstore client: create plant %d: %w", p.Id, err)
+		return Plant{}, err
 	case r.StatusCode() == http.StatusOK && r.JSON200 != nil:
 		return *r.JSON200, nil
 	}
-	return Plant{}, fmt.Errorf("plantstore client: create plant %d: %w", p.Id, newAPIError(resp, r.Body))
+	return Plant{}, newAPIError(resp, r.Body)
+}
+
+// wrap prefixes a non-nil *err with the client's name and what failed.
+func wrap(err *error, format string, args ...any) {
+	if *err != nil {
+		*err = fmt.Errorf("plantstore client: "+format+": %w", append(args, *err)...)
+	}
 }
 
 // GetPlant returns the plant stored under id; when there is none, an
 // *APIError with Code CodePlantNotFound (40402).
-func (c *PlantStore) GetPlant(ctx context.Context, id int64) (StoredPlant, error) {
+func (c *PlantStore) GetPlant(ctx context.Context, id int64) (_ StoredPlant, err error) {
+	defer wrap(&err, "get plant %d", id)
 	req, err := NewGetPlantRequest(c.base.String(), id)
 	if err != nil {
-		return StoredPlant{}, fmt.Errorf("plantstore client: get plant %d: %w", id, err)
+		return StoredPlant{}, err
 	}
 	resp, _, err := c.send(req.WithContext(ctx))
 	if err != nil {
-		return StoredPlant{}, fmt.Errorf("plantstore client: get plant %d: %w", id, err)
+		return StoredPlant{}, err
 	}
 	r, err := ParseGetPlantResponse(resp)
 	switch {
 	case err != nil:
-		return StoredPlant{}, fmt.Errorf("plantstore client: get plant %d: %w", id, err)
+		return StoredPlant{}, err
 	case r.StatusCode() == http.StatusOK && r.JSON200 != nil:
 		return *r.JSON200, nil
 	}
-	return StoredPlant{}, fmt.Errorf("plantstore client: get plant %d: %w", id, newAPIError(resp, r.Body))
+	return StoredPlant{}, newAPIError(resp, r.Body)
 }
 
 // DeletePlant removes the plant stored under id. When there is none it
@@ -211,19 +220,20 @@ func (c *PlantStore) GetPlant(ctx context.Context, id int64) (StoredPlant, error
 // all certainly failed before reaching the service, is reported as the
 // *APIError. A caller that must know whether this call removed the plant
 // can use WithRetries(1) and retry itself.
-func (c *PlantStore) DeletePlant(ctx context.Context, id int64) error {
+func (c *PlantStore) DeletePlant(ctx context.Context, id int64) (err error) {
+	defer wrap(&err, "delete plant %d", id)
 	req, err := NewDeletePlantRequest(c.base.String(), id)
 	if err != nil {
-		return fmt.Errorf("plantstore client: delete plant %d: %w", id, err)
+		return err
 	}
 	resp, uncertain, err := c.send(req.WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("plantstore client: delete plant %d: %w", id, err)
+		return err
 	}
 	r, err := ParseDeletePlantResponse(resp)
 	switch {
 	case err != nil:
-		return fmt.Errorf("plantstore client: delete plant %d: %w", id, err)
+		return err
 	case r.StatusCode() == http.StatusNoContent:
 		return nil
 	case r.StatusCode() == http.StatusNotFound && uncertain:
@@ -231,7 +241,7 @@ func (c *PlantStore) DeletePlant(ctx context.Context, id int64) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("plantstore client: delete plant %d: %w", id, newAPIError(resp, r.Body))
+	return newAPIError(resp, r.Body)
 }
 
 // Page is one page of GET /plants.
@@ -274,32 +284,32 @@ func (c *PlantStore) NextPage(ctx context.Context, p Page) (Page, error) {
 // ErrLastPage is NextPage's answer for a page with no next link.
 var ErrLastPage = errors.New("plantstore client: no page follows the last one")
 
-func (c *PlantStore) page(req *http.Request) (Page, error) {
+func (c *PlantStore) page(req *http.Request) (_ Page, err error) {
+	defer wrap(&err, "list plants")
 	resp, _, err := c.send(req)
 	if err != nil {
-		return Page{}, fmt.Errorf("plantstore client: list plants: %w", err)
+		return Page{}, err
 	}
 	r, err := ParseListPlantsResponse(resp)
 	switch {
 	case err != nil:
-		return Page{}, fmt.Errorf("plantstore client: list plants: %w", err)
+		return Page{}, err
 	case r.StatusCode() != http.StatusOK || r.JSON200 == nil:
-		return Page{}, fmt.Errorf("plantstore client: list plants: %w", newAPIError(resp, r.Body))
+		return Page{}, newAPIError(resp, r.Body)
 	}
 	page := Page{Plants: *r.JSON200}
 	next, ok, err := nextLink(resp.Header.Values("Link"))
 	if err != nil {
-		return Page{}, fmt.Errorf("plantstore client: list plants: Link header: %w", err)
+		return Page{}, fmt.Errorf("Link header: %w", err) //lint:ignore ST1005 the header's name
 	}
 	if ok {
 		ref, err := url.Parse(next)
 		if err != nil {
-			return Page{}, fmt.Errorf("plantstore client: list plants: next link %q: %w", next, err)
+			return Page{}, fmt.Errorf("next link %q: %w", next, err)
 		}
 		page.Next = req.URL.ResolveReference(ref)
 		if !c.sameOrigin(page.Next) {
-			return Page{}, fmt.Errorf("plantstore client: list plants: next link %q leaves %s://%s; not following it with the token",
-				next, c.base.Scheme, c.base.Host)
+			return Page{}, fmt.Errorf("next link %q leaves %s://%s; not following it with the token", next, c.base.Scheme, c.base.Host)
 		}
 	}
 	return page, nil

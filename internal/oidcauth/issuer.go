@@ -1,6 +1,7 @@
 package oidcauth
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/tls"
@@ -280,10 +281,7 @@ func (i *issuer) fetchKeys(ctx context.Context) (ks *keySet, err error) {
 	if err := provider.Claims(&d); err != nil {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	jwksURL := i.opts.JWKSURL
-	if jwksURL == "" {
-		jwksURL = d.JWKSURI
-	}
+	jwksURL := cmp.Or(i.opts.JWKSURL, d.JWKSURI)
 	if err := httpsURL(jwksURL); err != nil {
 		return nil, fmt.Errorf("the key set's URL %w", err)
 	}
