@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -76,10 +77,7 @@ func NewTracing(ctx context.Context, info version.Info) (*Tracing, error) {
 	if err != nil {
 		return nil, err
 	}
-	protocol := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-	if protocol == "" {
-		protocol = os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
-	}
+	protocol := cmp.Or(os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
 	var exporter sdktrace.SpanExporter
 	switch protocol {
 	case "", "http/protobuf":
@@ -170,17 +168,13 @@ func instanceID() string {
 // unguessable.
 type idGenerator struct{}
 
-func (idGenerator) NewIDs(context.Context) (trace.TraceID, trace.SpanID) {
+func (g idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	var tid trace.TraceID
-	var sid trace.SpanID
 	for !tid.IsValid() {
 		binary.LittleEndian.PutUint64(tid[:8], mrand.Uint64())
 		binary.LittleEndian.PutUint64(tid[8:], mrand.Uint64())
 	}
-	for !sid.IsValid() {
-		binary.LittleEndian.PutUint64(sid[:], mrand.Uint64())
-	}
-	return tid, sid
+	return tid, g.NewSpanID(ctx, tid)
 }
 
 func (idGenerator) NewSpanID(context.Context, trace.TraceID) trace.SpanID {
