@@ -12,7 +12,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"io/fs"
@@ -67,7 +66,6 @@ var contentTypes = map[string]string{
 type file struct {
 	body        []byte // as embedded; gzip-compressed when gzipped
 	gzipped     bool
-	size        int // the content's length, decompressed
 	contentType string
 	etag        string // strong: of body, told apart per encoding
 	// decompressed is the content of a gzipped file, made on the first
@@ -99,14 +97,9 @@ func New() (*Handler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("docs page: %w", err)
 		}
-		f := &file{body: body, size: len(body)}
+		f := &file{body: body}
 		if base, ok := strings.CutSuffix(name, ".gz"); ok {
-			// The gzip trailer ends with the content's length (mod 2^32,
-			// and these files are far smaller).
-			if len(body) < 18 {
-				return nil, fmt.Errorf("docs page: %s is not gzip", name)
-			}
-			name, f.gzipped, f.size = base, true, int(binary.LittleEndian.Uint32(body[len(body)-4:]))
+			name, f.gzipped = base, true
 			f.decompressed = sync.OnceValue(func() []byte {
 				// make lint checks that each file decompresses to its content
 				zr, err := gzip.NewReader(bytes.NewReader(body))
