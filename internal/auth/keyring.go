@@ -2,8 +2,6 @@ package auth
 
 import (
 	"bytes"
-	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -51,20 +49,8 @@ type ReloadObserver func(err error)
 // run: a file that cannot be read or no longer parses leaves the set in
 // force and logs an error, once.
 func LoadFile(path string, interval time.Duration, extra TokenSet, log *zap.Logger, observe ReloadObserver) (*Keyring, *filewatch.Reloader, error) {
-	if interval <= 0 {
-		// time.NewTicker would panic in Run, after the application started.
-		return nil, nil, fmt.Errorf("the auth tokens reload interval must be positive, got %v", interval)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the auth tokens file: %w", err)
-	}
-	set, err := ParseTokens(bytes.NewReader(data), time.Now())
-	if err != nil {
-		return nil, nil, fmt.Errorf("auth tokens file %s: %w", path, err)
-	}
-	k := NewKeyring(set.Union(extra))
-	r, err := filewatch.New(filewatch.Options{Path: path, Interval: interval, Current: data,
+	k := new(Keyring)
+	r, err := filewatch.Load(filewatch.Options{What: "auth tokens", Path: path, Interval: interval,
 		Unreadable: "auth tokens file unreadable; keeping the tokens in force",
 		Refused:    "auth tokens file no longer parses; refused as a whole, the last good tokens stay in force",
 		Reloaded:   "auth tokens reloaded",

@@ -24,6 +24,8 @@ type Apply func(data []byte) ([]zap.Field, error)
 
 // Options configure a Reloader.
 type Options struct {
+	// What the file holds, for Load's errors: "auth tokens".
+	What string
 	// Path is the file; Interval (positive) how often it is read.
 	Path     string
 	Interval time.Duration
@@ -51,6 +53,24 @@ type Reloader struct {
 	// broken file is reported once rather than on every poll.
 	failedSum   [sha256.Size]byte
 	lastFailure string
+}
+
+// Load reads o.Path and applies it, then returns the reloader that keeps it
+// in force once run (New). Its errors name the file by o.What.
+func Load(o Options, apply Apply, log *zap.Logger, observe func(error)) (*Reloader, error) {
+	if o.Interval <= 0 {
+		// time.NewTicker would panic in Run, after the application started.
+		return nil, fmt.Errorf("the %s reload interval must be positive, got %v", o.What, o.Interval)
+	}
+	data, err := os.ReadFile(o.Path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s file: %w", o.What, err)
+	}
+	if _, err := apply(data); err != nil {
+		return nil, fmt.Errorf("%s file %s: %w", o.What, o.Path, err)
+	}
+	o.Current = data
+	return New(o, apply, log, observe)
 }
 
 // New returns a reloader of o.Path that apply keeps in force once run.

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,13 +84,11 @@ func New(p Params) (Result, error) {
 		OnStart: func(context.Context) error {
 			go func() {
 				defer close(done)
-				var running = make(chan struct{}, 3)
-				go func() { reloader.Run(ctx); running <- struct{}{} }()
-				go func() { worker.RunStats(ctx, p.Options.StatsInterval); running <- struct{}{} }()
-				go func() { worker.Run(ctx); running <- struct{}{} }()
-				for range 3 {
-					<-running
-				}
+				var wg sync.WaitGroup
+				wg.Go(func() { reloader.Run(ctx) })
+				wg.Go(func() { worker.RunStats(ctx, p.Options.StatsInterval) })
+				wg.Go(func() { worker.Run(ctx) })
+				wg.Wait()
 			}()
 			return nil
 		},

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -141,19 +140,8 @@ func (s *Subscribers) Replace(subs []Subscriber) {
 // force and is reported once. observe (may be nil) is told of every reload
 // attempt.
 func LoadFile(path string, interval time.Duration, changed func([]Subscriber), log *zap.Logger, observe func(error)) (*Subscribers, *filewatch.Reloader, error) {
-	if interval <= 0 {
-		return nil, nil, fmt.Errorf("the webhook subscribers reload interval must be positive, got %v", interval)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the webhook subscribers file: %w", err)
-	}
-	list, err := ParseSubscribers(bytes.NewReader(data))
-	if err != nil {
-		return nil, nil, fmt.Errorf("webhook subscribers file %s: %w", path, err)
-	}
-	subs := NewSubscribers(list, changed)
-	r, err := filewatch.New(filewatch.Options{Path: path, Interval: interval, Current: data,
+	subs := &Subscribers{changed: changed} // the file's first reading puts its list in force
+	r, err := filewatch.Load(filewatch.Options{What: "webhook subscribers", Path: path, Interval: interval,
 		Unreadable: "webhook subscribers file unreadable; keeping the subscribers in force",
 		Refused:    "webhook subscribers file refused as a whole; keeping the last good subscribers in force",
 		Reloaded:   "webhook subscribers reloaded",
