@@ -47,10 +47,8 @@ func (p retryPolicy) schedule() backoff.ExponentialBackOff {
 
 // sleepContext waits d, or until ctx is done.
 func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d):
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)

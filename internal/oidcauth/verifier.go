@@ -103,11 +103,7 @@ func (v *Verifier) Issuers() []string { return slices.Clone(v.urls) }
 // RefreshInterval; after a failure sooner, from MinRefreshInterval on.
 func (v *Verifier) Start() {
 	for _, iss := range v.issuers {
-		v.wg.Add(1)
-		go func() {
-			defer v.wg.Done()
-			v.keepFresh(iss)
-		}()
+		v.wg.Go(func() { v.keepFresh(iss) })
 	}
 }
 
@@ -130,12 +126,10 @@ func (v *Verifier) keepFresh(iss *issuer) {
 		default:
 			backoff = v.opts.MinRefreshInterval
 		}
-		t := time.NewTimer(wait)
 		select {
 		case <-iss.base.Done():
-			t.Stop()
 			return
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }
