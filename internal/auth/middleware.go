@@ -72,28 +72,18 @@ func JWTMiddleware(v Verifier, ids IdentityMapper, jwt JWTVerifier, onFailure Fa
 			token, reason := bearerToken(r.Header.Values("Authorization"))
 			switch {
 			case reason == ReasonMissing:
-				onFailure(reason)
-				w.Header().Set("WWW-Authenticate", challenge)
-				apierror.Write(w, apierror.New(apierror.CredentialsMissing,
-					"credentials missing: send Authorization: Bearer <token>"))
+				refuse(w, onFailure, reason, challenge, apierror.CredentialsMissing, "credentials missing: send Authorization: Bearer <token>")
 			case reason == ReasonMalformed:
-				onFailure(reason)
-				w.Header().Set("WWW-Authenticate", challenge)
-				apierror.Write(w, apierror.New(apierror.MalformedAuth,
-					"malformed Authorization header: expected Bearer followed by one token"))
+				refuse(w, onFailure, reason, challenge, apierror.MalformedAuth, "malformed Authorization header: expected Bearer followed by one token")
 			default:
 				c := v.Lookup(token)
 				switch {
 				case c == nil && jwt != nil:
 					serveJWT(w, r, next, token, jwt, ids, onFailure)
 				case c == nil:
-					onFailure(ReasonRejected)
-					w.Header().Set("WWW-Authenticate", challengeInvalid)
-					apierror.Write(w, apierror.New(apierror.TokenRejected, "the bearer token is not accepted"))
+					refuse(w, onFailure, ReasonRejected, challengeInvalid, apierror.TokenRejected, "the bearer token is not accepted")
 				case c.Expired(time.Now()):
-					onFailure(ReasonExpired)
-					w.Header().Set("WWW-Authenticate", challengeInvalid)
-					apierror.Write(w, apierror.New(apierror.TokenRejected, "the bearer token has expired"))
+					refuse(w, onFailure, ReasonExpired, challengeInvalid, apierror.TokenRejected, "the bearer token has expired")
 				default:
 					next.ServeHTTP(w, r.WithContext(WithClient(r.Context(), c)))
 				}
@@ -115,10 +105,8 @@ func serveJWT(w http.ResponseWriter, r *http.Request, next http.Handler, token s
 			c = ids.Identify(id)
 		}
 		if c == nil {
-			onFailure(ReasonNoClient)
-			w.Header().Set("WWW-Authenticate", challengeNoClient)
-			apierror.Write(w, apierror.New(apierror.NoClient,
-				"the token is valid, but no client is mapped to its identity: an operator must add an identity line for it to plantstore's tokens file"))
+			refuse(w, onFailure, ReasonNoClient, challengeNoClient, apierror.NoClient,
+				"the token is valid, but no client is mapped to its identity: an operator must add an identity line for it to plantstore's tokens file")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithClient(r.Context(), c)))
@@ -127,9 +115,7 @@ func serveJWT(w http.ResponseWriter, r *http.Request, next http.Handler, token s
 		if rejected.Expired {
 			reason = ReasonExpired
 		}
-		onFailure(reason)
-		w.Header().Set("WWW-Authenticate", challengeInvalid)
-		apierror.Write(w, apierror.New(apierror.TokenRejected, rejected.Message))
+		refuse(w, onFailure, reason, challengeInvalid, apierror.TokenRejected, rejected.Message)
 	case errors.As(err, &unavailable):
 		onFailure(ReasonIssuerUnavailable)
 		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(unavailable.RetryAfter), 10))
@@ -138,10 +124,16 @@ func serveJWT(w http.ResponseWriter, r *http.Request, next http.Handler, token s
 	default:
 		// ErrNotJWT, or anything unforeseen: the token is not accepted,
 		// exactly as 1.1.0 says it.
-		onFailure(ReasonRejected)
-		w.Header().Set("WWW-Authenticate", challengeInvalid)
-		apierror.Write(w, apierror.New(apierror.TokenRejected, "the bearer token is not accepted"))
+		refuse(w, onFailure, ReasonRejected, challengeInvalid, apierror.TokenRejected, "the bearer token is not accepted")
 	}
+}
+
+// refuse answers a request refused for reason: the challenge and the
+// Error body of code with msg.
+func refuse(w http.ResponseWriter, onFailure FailureObserver, reason, challenge string, code apierror.Code, msg string) {
+	onFailure(reason)
+	w.Header().Set("WWW-Authenticate", challenge)
+	apierror.Write(w, apierror.New(code, msg))
 }
 
 // retrySeconds is d in whole seconds, rounded up, at least 1.
