@@ -41,14 +41,9 @@ func newMemoryCollector(read func(ctx context.Context) ([]map[string]string, err
 // memoryInfo returns the fields of the INFO memory section of every master
 // of client.
 func memoryInfo(ctx context.Context, client redis.UniversalClient) ([]map[string]string, error) {
-	cluster, ok := client.(*redis.ClusterClient)
-	if !ok {
-		info, err := client.InfoMap(ctx, "memory").Result()
-		return []map[string]string{info["Memory"]}, err
-	}
 	var mu sync.Mutex
 	var infos []map[string]string
-	err := cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+	err := eachMaster(ctx, client, func(ctx context.Context, node redis.Cmdable) error {
 		info, err := node.InfoMap(ctx, "memory").Result()
 		if err != nil {
 			return err

@@ -58,7 +58,7 @@ func (r *Redis) MigrateLegacy(ctx context.Context) (MigrationResult, error) {
 			res.Conflicts = append(res.Conflicts, id)
 		}
 	}
-	migrateNode := func(ctx context.Context, node redis.UniversalClient) error {
+	migrateNode := func(ctx context.Context, node redis.Cmdable) error {
 		// Plants move independently of each other, so migrationWorkers
 		// move them at once: one at a time, each waited for its round trips
 		// and, with appendfsync always, its fsyncs (1,200 plants/s on the
@@ -101,13 +101,7 @@ func (r *Redis) MigrateLegacy(ctx context.Context) (MigrationResult, error) {
 		}
 		return iter.Err()
 	}
-	var err error
-	if cc, ok := r.client.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return migrateNode(ctx, node) })
-	} else {
-		err = migrateNode(ctx, r.client)
-	}
-	if err != nil {
+	if err := eachMaster(ctx, r.client, migrateNode); err != nil {
 		return res, classify(fmt.Errorf("migrating 1.0.0 plants: %w", err))
 	}
 	slices.Sort(res.Conflicts) // the workers found them in no order

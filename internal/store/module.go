@@ -89,11 +89,8 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 	return Provided{Backend: b, Outbox: r.Outbox()}, err
 }
 
-// TraceCommands gives every Redis command and pipeline of client a span
-// from tp (commandSpans), a child of the request's, without the command's
-// arguments: they hold plant data, and AUTH would hold a password. A
-// request whose span records nothing gets no command spans at all, nor does
-// a command outside any request.
+// TraceCommands gives the Redis commands and pipelines of client spans from
+// tp, children of their requests' (commandSpans says which, and why).
 func TraceCommands(client redis.UniversalClient, tp trace.TracerProvider) error {
 	switch c := client.(type) {
 	case *redis.Client:

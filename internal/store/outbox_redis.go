@@ -146,18 +146,14 @@ func (o *RedisOutbox) pipelined(ctx context.Context, call func(pipe redis.Pipeli
 }
 
 func (o *RedisOutbox) loadScripts(ctx context.Context) error {
-	load := func(ctx context.Context, c redis.Scripter) error {
+	return eachMaster(ctx, o.client, func(ctx context.Context, c redis.Cmdable) error {
 		for _, s := range outboxScripts {
 			if err := s.Load(ctx, c).Err(); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	if cc, ok := o.client.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return load(ctx, c) })
-	}
-	return load(ctx, o.client)
+	})
 }
 
 func ms(t time.Time) int64 { return t.UnixMilli() }

@@ -377,10 +377,16 @@ func (r *Redis) confirmRead(ctx context.Context, client redis.Cmdable) error {
 		}
 		return nil
 	}
+	return eachMaster(ctx, client, confirm)
+}
+
+// eachMaster runs f on every master of client: each of a Cluster's, in
+// parallel, or client itself.
+func eachMaster(ctx context.Context, client redis.Cmdable, f func(ctx context.Context, c redis.Cmdable) error) error {
 	if cc, ok := client.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return confirm(ctx, c) })
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return f(ctx, c) })
 	}
-	return confirm(ctx, client)
+	return f(ctx, client)
 }
 
 // list reads a page through client (List).
