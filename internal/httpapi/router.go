@@ -50,9 +50,7 @@ func (rt *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if match.MatchErr == nil && match.Route != nil {
-		if info := infoFrom(req.Context()); info != nil {
-			info.route = match.Route.GetName()
-		}
+		setRoute(req.Context(), match.Route.GetName())
 		for name, value := range match.Vars {
 			req.SetPathValue(name, value) // read with req.PathValue: no copy of the request
 		}
