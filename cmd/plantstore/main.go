@@ -79,11 +79,8 @@ func main() {
 	os.Exit(sig.ExitCode)
 }
 
-// migrateStore runs `plantstore migrate-store [--settle DURATION] [flags]`:
-// it moves the plants version 1.0.0 stored in Redis to the 1.1.0 layout
-// (docs/storage.md), with the service's own flags and environment; with
-// --settle it repeats until no 1.0.0 key has appeared for that long (the
-// chart's hook Job). SIGINT or SIGTERM stops it (exit 1).
+// migrateStore runs `plantstore migrate-store` (its --help says what it
+// does). SIGINT or SIGTERM stops it (exit 1).
 func migrateStore(args []string) {
 	cfg, err := config.ParseMigrate(args, os.Stderr)
 	switch {
@@ -101,12 +98,8 @@ func migrateStore(args []string) {
 	}
 }
 
-// runHook runs one of the chart's hook commands (internal/kube):
-// `plantstore ensure-secrets`, the pre-install and pre-upgrade hook that
-// creates the Secrets the chart generates when they are missing, and
-// `plantstore roll-redis`, the post-upgrade and post-rollback hook that
-// restarts a Sentinel-mode Redis in role order. SIGINT or SIGTERM stops it;
-// an error exits 1.
+// runHook runs one of the chart's hook commands (internal/kube:
+// ensure-secrets, roll-redis). SIGINT or SIGTERM stops it; an error exits 1.
 func runHook(name string, args []string, run func(ctx context.Context, args []string) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

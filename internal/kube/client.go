@@ -10,9 +10,7 @@
 // a sync nor deleted by an uninstall or a rollback.
 //
 // `plantstore roll-redis` (post-upgrade, post-rollback) restarts the
-// Sentinel-mode Redis pods that run an older pod spec in the order a
-// master-replica set wants: replicas first, then the master, which hands over
-// to an updated replica as it stops.
+// Sentinel-mode Redis pods that run an older pod spec (rollUsage, Roll).
 //
 // It speaks to a few calls of the core and apps APIs with net/http:
 // client-go would bring its dependency tree into go.mod and megabytes into
