@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/google/btree"
 
@@ -33,7 +34,7 @@ const memoryDegree = 32
 // NewMemory returns an empty embedded store.
 func NewMemory() *Memory {
 	return &Memory{plants: btree.NewG(memoryDegree, func(a, b plant.Plant) bool { return a.ID < b.ID }),
-		outbox: NewMemoryOutbox()}
+		outbox: &MemoryOutbox{tasks: map[string]time.Time{}, deadKept: deadLetterCap}}
 }
 
 // RecordEvents makes every create and delete record its event in the

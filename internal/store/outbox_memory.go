@@ -30,11 +30,6 @@ type memoryDead struct {
 	failed time.Time
 }
 
-// NewMemoryOutbox returns an empty outbox.
-func NewMemoryOutbox() *MemoryOutbox {
-	return &MemoryOutbox{tasks: map[string]time.Time{}, deadKept: deadLetterCap}
-}
-
 // record appends an event; the store calls it inside the critical section
 // of the change.
 func (o *MemoryOutbox) record(envelope, value []byte) {
