@@ -51,12 +51,9 @@ func NewBackend(lc fx.Lifecycle, o RedisOptions, log *zap.Logger, reg prometheus
 			return Provided{}, err
 		}
 	}
-	if err := reg.Register(NewPoolCollector(client.PoolStats)); err != nil {
-		return Provided{}, err
-	}
-	// A scrape waits for this reading: well under Prometheus's default
-	// scrape timeout (10 s).
-	if err := reg.Register(NewMemoryCollector(client, time.Second)); err != nil {
+	// A scrape waits for the memory reading: well under Prometheus's
+	// default scrape timeout (10 s).
+	if err := telemetry.Register(reg, NewPoolCollector(client.PoolStats), NewMemoryCollector(client, time.Second)); err != nil {
 		return Provided{}, err
 	}
 	// Read the mode off the client go-redis chose rather than restate its rule.
