@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
@@ -79,14 +80,8 @@ func New(p Params) (Result, error) {
 		}
 		keyring = k
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		lc.Append(fx.Hook{
-			OnStart: func(context.Context) error {
-				go func() { defer close(done); reloader.Run(ctx) }()
-				return nil
-			},
-			OnStop: func(context.Context) error { cancel(); <-done; return nil },
-		})
+		var wg sync.WaitGroup
+		lc.Append(fx.StartStopHook(func() { wg.Go(func() { reloader.Run(ctx) }) }, func() { cancel(); wg.Wait() }))
 	case o.Dev:
 		keyring = NewKeyring(extra)
 	default:

@@ -1,8 +1,6 @@
 package gctune
 
 import (
-	"context"
-
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 )
@@ -34,17 +32,9 @@ var Module = fx.Module("gctune", fx.Invoke(register))
 func register(p Params) {
 	floor := NewHeapFloor(uint64(max(p.Options.HeapFloorMiB, 0)) << 20)
 	log := p.Log.Named("gctune")
-	p.Lifecycle.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			if floor.Start() {
-				log.Info("GC heap floor set", zap.Int("heap_floor_mib", p.Options.HeapFloorMiB),
-					zap.Int("gc_percent", floor.Percent()))
-			}
-			return nil
-		},
-		OnStop: func(context.Context) error {
-			floor.Stop()
-			return nil
-		},
-	})
+	p.Lifecycle.Append(fx.StartStopHook(func() {
+		if floor.Start() {
+			log.Info("GC heap floor set", zap.Int("heap_floor_mib", p.Options.HeapFloorMiB), zap.Int("gc_percent", floor.Percent()))
+		}
+	}, floor.Stop))
 }

@@ -1,8 +1,6 @@
 package oidcauth
 
 import (
-	"context"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -40,10 +38,7 @@ func New(p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	p.Lifecycle.Append(fx.Hook{
-		OnStart: func(context.Context) error { v.Start(); return nil },
-		OnStop:  func(context.Context) error { v.Stop(); return nil },
-	})
+	p.Lifecycle.Append(fx.StartStopHook(v.Start, v.Stop))
 	return Result{Verifier: v}, nil
 }
 

@@ -80,28 +80,20 @@ func New(p Params) (Result, error) {
 	worker := NewWorker(p.Outbox, subs, sender, p.Options.Policy, metrics, p.Tracing.Provider, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	p.Lifecycle.Append(fx.Hook{
-		OnStart: func(context.Context) error {
-			go func() {
-				defer close(done)
-				var wg sync.WaitGroup
-				wg.Go(func() { reloader.Run(ctx) })
-				wg.Go(func() { worker.RunStats(ctx, p.Options.StatsInterval) })
-				wg.Go(func() { worker.Run(ctx) })
-				wg.Wait()
-			}()
-			return nil
-		},
-		OnStop: func(stop context.Context) error {
-			cancel()
-			select {
-			case <-done:
-			case <-stop.Done():
-				log.Warn("webhook deliveries still under way at the stop deadline; their leases bring them back")
-			}
-			return nil
-		},
-	})
+	p.Lifecycle.Append(fx.StartStopHook(func() {
+		var wg sync.WaitGroup
+		wg.Go(func() { reloader.Run(ctx) })
+		wg.Go(func() { worker.RunStats(ctx, p.Options.StatsInterval) })
+		wg.Go(func() { worker.Run(ctx) })
+		go func() { wg.Wait(); close(done) }()
+	}, func(stop context.Context) {
+		cancel()
+		select {
+		case <-done:
+		case <-stop.Done():
+			log.Warn("webhook deliveries still under way at the stop deadline; their leases bring them back")
+		}
+	}))
 	return Result{Subscribers: subs, Routes: AdminRoutes(p.Outbox, subs, log)}, nil
 }
 
