@@ -57,36 +57,33 @@ func New(p Params) *Servers {
 		Admin: NewHTTPServer("admin", "--admin-addr", p.Options.AdminAddr,
 			NewAdminHandler(health, p.Registry, p.Options.Pprof, p.AdminRoutes...), p.Options.HTTP, log),
 	}
-	p.Lifecycle.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			if err := s.Admin.Start(ctx); err != nil {
-				return err
+	p.Lifecycle.Append(fx.StartStopHook(func(ctx context.Context) error {
+		if err := s.Admin.Start(ctx); err != nil {
+			return err
+		}
+		if err := s.API.Start(ctx); err != nil {
+			_ = s.Admin.Shutdown(ctx)
+			return err
+		}
+		health.SetStarted()
+		if p.Announce != nil {
+			p.Announce(s.API.Addr().String())
+		}
+		return nil
+	}, func(ctx context.Context) error {
+		health.SetDraining()
+		if d := p.Options.ShutdownDelay; d > 0 {
+			log.Info("draining: readiness failing, still serving", zap.Duration("delay", d))
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
 			}
-			if err := s.API.Start(ctx); err != nil {
-				_ = s.Admin.Shutdown(ctx)
-				return err
-			}
-			health.SetStarted()
-			if p.Announce != nil {
-				p.Announce(s.API.Addr().String())
-			}
-			return nil
-		},
-		OnStop: func(ctx context.Context) error {
-			health.SetDraining()
-			if d := p.Options.ShutdownDelay; d > 0 {
-				log.Info("draining: readiness failing, still serving", zap.Duration("delay", d))
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-				}
-			}
-			apiErr := s.API.Shutdown(ctx)
-			adminErr := s.Admin.Shutdown(ctx)
-			log.Info("servers stopped")
-			return errors.Join(apiErr, adminErr)
-		},
-	})
+		}
+		apiErr := s.API.Shutdown(ctx)
+		adminErr := s.Admin.Shutdown(ctx)
+		log.Info("servers stopped")
+		return errors.Join(apiErr, adminErr)
+	}))
 	return s
 }
 
