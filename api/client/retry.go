@@ -171,8 +171,7 @@ func transient(err error) bool {
 	case strings.Contains(err.Error(), errHTTP2ConnectionLost):
 		return true
 	}
-	var opErr *net.OpError
-	return errors.As(err, &opErr) && opErr.Op == "dial"
+	return refused(err)
 }
 
 // refused reports whether the request certainly never reached the service:
