@@ -109,20 +109,15 @@ func (s TokenSet) Lookup(token string) *Client {
 
 // Names are the distinct client names of the set, sorted.
 func (s TokenSet) Names() []string {
-	seen := make(map[string]bool, len(s.clients))
-	var names []string
-	clients := s.clients
-	for _, r := range s.identities {
-		clients = append(clients[:len(clients):len(clients)], r.client)
+	names := make([]string, 0, len(s.clients)+len(s.identities))
+	for _, c := range s.clients {
+		names = append(names, c.Name)
 	}
-	for _, c := range clients {
-		if !seen[c.Name] {
-			seen[c.Name] = true
-			names = append(names, c.Name)
-		}
+	for _, r := range s.identities {
+		names = append(names, r.client.Name)
 	}
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
 }
 
 // ErrNoTokens means a token file holds no token and no identity line.
