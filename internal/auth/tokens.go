@@ -76,14 +76,12 @@ func (s TokenSet) Identify(id *Identity) *Client {
 
 // IdentityIssuers are the distinct issuers the identity lines name, sorted.
 func (s TokenSet) IdentityIssuers() []string {
-	var issuers []string
+	issuers := make([]string, 0, len(s.identities))
 	for _, r := range s.identities {
-		if !slices.Contains(issuers, r.issuer) {
-			issuers = append(issuers, r.issuer)
-		}
+		issuers = append(issuers, r.issuer)
 	}
 	slices.Sort(issuers)
-	return issuers
+	return slices.Compact(issuers)
 }
 
 // Accepts reports whether token is in the set, whatever its expiry.
