@@ -1,62 +1,47 @@
 #!/usr/bin/env bash
-# A real Kubernetes v1.31 cluster of one or more nodes in as many zones on
-# this machine, for the chart's tests and for a person who wants to try the
-# chart on real kubelets with no Docker, no registry and no network: every
-# component is built from the Go modules pinned in tools/k8s (CoreDNS in
-# tools/k8s/coredns), containerd and runc come from Debian, and every image
-# is built here and imported into each node's containerd. Its certificates
-# and kubeconfigs come from kubeadm's `init phase certs` and `init phase
-# kubeconfig`, its configuration files and bootstrap manifests from
-# tools/k8s/node/. See docs/validation.md.
+# A real Kubernetes v1.31 cluster of one or more nodes, one a zone, on this
+# machine, for the chart's tests and for a person who wants to try the chart
+# on real kubelets with no Docker, no registry and no network: every
+# component is built from the Go modules pinned in tools/k8s, containerd and
+# runc come from Debian, and every image is built here and imported into
+# each node's containerd. Certificates and kubeconfigs come from kubeadm's
+# `init phase certs` and `init phase kubeconfig`, configuration files and
+# bootstrap manifests from tools/k8s/node/. See docs/validation.md.
 #
 #   tools/k8s/cluster.sh up      build what is missing, start the cluster,
 #                                print how to reach it (KUBECONFIG)
 #   tools/k8s/cluster.sh down    stop it and remove every trace of it
 #   tools/k8s/cluster.sh status  is it up
-#   tools/k8s/cluster.sh import ARCHIVE...  import OCI image archives into
-#                                every node
-#   tools/k8s/cluster.sh images GROUP...  build and import the images of a
-#                                group (images.sh: exporter, gateway, tracing,
-#                                prometheus) if the nodes do not have them yet
+#   tools/k8s/cluster.sh import ARCHIVE...  OCI image archives into every node
+#   tools/k8s/cluster.sh images GROUP...  build and import a group's images
+#                                (images.sh) unless the nodes have them
 #   tools/k8s/cluster.sh late-tools  the tools those groups and the Flux and
 #                                skaffold scenarios need, in the order they do
-#   tools/k8s/cluster.sh nodes   the nodes: name, zone, network namespace,
-#                                containerd socket, a line each
-#   tools/k8s/cluster.sh node-kill NODE   the node dies: its kubelet,
-#                                containerd, kube-proxy, kube-router, CoreDNS
-#                                and every container stop at once, its link
-#                                goes down
+#   tools/k8s/cluster.sh nodes   name, zone, network namespace and containerd
+#                                socket of each node
+#   tools/k8s/cluster.sh node-kill NODE   a power cut: every process and
+#                                container of the node stops, its link goes down
 #   tools/k8s/cluster.sh node-start NODE  a killed node boots again
 #   tools/k8s/cluster.sh partition [--one-way] ZONE... [-- ZONE...]
-#                                the named zones' nodes cut off from the
-#                                other zones' (after --: from those only)
-#                                and from the control plane, as a network
-#                                partition: every node and pod runs on and
-#                                answers on its own side; both ways, or with
-#                                --one-way only what the named zones send
+#                                the named zones' nodes cut off from the other
+#                                zones' (after --: from those only) and from
+#                                the control plane; --one-way: only what the
+#                                named zones send
 #   tools/k8s/cluster.sh heal    every partition gone
 #
-# The control plane (etcd, the API server, the controller manager and the
-# scheduler, metrics-server, the registry) runs in a network namespace of
-# its own ($CLUSTER_NETNS), which holds the cluster's fabric: a bridge with
-# the control plane's address. Each node runs in a namespace of its own
+# The control plane (etcd, API server, controller manager, scheduler,
+# metrics-server, registry) runs in a network namespace of its own
+# ($CLUSTER_NETNS) holding the fabric, a bridge; each node in one of its own
 # ($CLUSTER_NETNS-ZONE) with its own containerd, kubelet, kube-proxy,
-# kube-router and CoreDNS (node-local), one veth into the fabric, its pods
-# on its own bridge and subnet, routes to the other nodes' pod subnets, and
-# the label topology.kubernetes.io/zone a, b, c...: pod-to-pod traffic
-# crosses nodes as on a routed cluster, and NetworkPolicy is enforced on
-# each node. No namespace has a default route, so nothing the cluster runs
-# can reach beyond this machine, and iptables rules, ipsets, routes and
-# namespaced sysctls stay in there. The control plane's namespace runs a
-# kube-proxy and a CoreDNS of its own too, so that a Service's ClusterIP and
-# name answer there as on a node. The host reaches the API server through a
-# loopback forward (socat). Teardown stops only the processes this script
-# started (their PIDs are recorded) and the containers of its own
-# containerds, unmounts what it and the kubelets mounted, removes the
-# namespaces and their cgroups, and restores the three global sysctls the
-# kubelet changes. A second `up` starts clean. The cluster's own processes
-# share a CPU cgroup beside the nodes' pods (system_cgroup), and the local
-# volumes are on a tmpfs (up).
+# kube-router and node-local CoreDNS, one veth into the fabric and its pods
+# on a bridge and subnet of its own, so pod traffic crosses nodes as on a
+# routed cluster. No namespace has a default route: nothing the cluster runs
+# reaches beyond this machine, and its iptables rules, routes and namespaced
+# sysctls stay in there. The host reaches the API server and the registry
+# through loopback forwards (socat). Teardown stops only the processes this
+# script started (their PIDs are recorded) and its containerds' containers,
+# unmounts what it and the kubelets mounted, removes the namespaces and
+# cgroups, and restores the three global sysctls the kubelet changes.
 #
 # Environment:
 #   CLUSTER_DIR     state, logs and data (default /tmp/plantstore-cluster)
@@ -65,18 +50,12 @@
 #   CLUSTER_NETNS   network namespace name of the control plane, and the
 #                   prefix of the nodes' (default plantstore-k8s)
 #   CLUSTER_API_PORT  host loopback port of the API server (default 16443)
-#   CLUSTER_REGISTRY_PORT  loopback port of the node's OCI registry, the same
-#                   number in the namespace and on the host (default 15000)
+#   CLUSTER_REGISTRY_PORT  loopback port of the OCI registry (CNCF
+#                   Distribution), the same in the namespace and on the host,
+#                   so that `make release` pushes to the very name the nodes
+#                   pull from (default 15000)
 # Two clusters with different CLUSTER_DIR, CLUSTER_NETNS, CLUSTER_API_PORT
-# and CLUSTER_REGISTRY_PORT can run side by side: their addresses live in
-# separate namespaces.
-#
-# The cluster has a real OCI registry (CNCF Distribution, tools/release/go.mod)
-# at 127.0.0.1:$CLUSTER_REGISTRY_PORT, forwarded from the host's loopback so
-# that `make release` pushes to the very name the nodes pull from; each
-# containerd reaches it on the fabric through its registry configuration
-# (certs.d/HOST/hosts.toml), and pods pull from it by digest as on any
-# cluster.
+# and CLUSTER_REGISTRY_PORT can run side by side.
 set -euo pipefail
 
 SELF=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")
@@ -94,9 +73,8 @@ NODES=${CLUSTER_NODES:-3}
 ZONES=(a b c d e f g h i)
 [[ $NODES =~ ^[1-9]$ ]] || { echo "cluster: CLUSTER_NODES must be 1 to ${#ZONES[@]}" >&2; exit 2; }
 
-# The addresses, all inside the namespaces. The control plane is 10.87.0.1
-# on the fabric; node N (1, 2, 3... in zone a, b, c...) is 10.87.0.1N on it
-# and holds the pod subnet 10.88.N.0/24 on its bridge cni0.
+# The addresses, all inside the namespaces: the control plane is 10.87.0.1
+# on the fabric, node N (zone a, b, c...) 10.87.0.1N with pods in 10.88.N.0/24.
 CP_IP=10.87.0.1
 CP_NAME=plantstore-control # kube-proxy's name in the control plane's namespace (no kubelet, no Node)
 API_SECURE_PORT=6443   # the API server's, on CP_IP
@@ -107,19 +85,15 @@ CLUSTER_CIDR=10.88.0.0/16
 # Routed to lo, so that a namespace's own ClusterIP connections work; its
 # first address is the API server's Service (kubeadm puts it in the certificate).
 SVC_CIDR=10.96.0.0/16
-# The cluster DNS: CoreDNS on every node (and in the control plane's
-# namespace) at this address on lo, as NodeLocal DNSCache runs it: a pod's
-# query never leaves its node, and a node lost takes only its own DNS.
+# The cluster DNS, on lo of every node (and of the control plane) as
+# NodeLocal DNSCache runs it: a node lost takes only its own DNS.
 DNS_IP=10.96.0.10
-# The variables tools/k8s/node/'s files may name as ${VAR}; KUBE_VERSION is
-# kubeadm's own, PV a local volume's name, the NODE_* and POD_CIDR a node's
-# (node_vars).
+# The variables tools/k8s/node/'s files may name as ${VAR} (render).
 NODE_VARS=(DIR NODE_DIR NODE_NAME NODE_IP API_SECURE_PORT API_ENDPOINT ETCD_URL POD_CIDR CLUSTER_CIDR SVC_CIDR DNS_IP
   CGROUP_ROOT CP_IP REGISTRY REGISTRY_PORT KUBE_VERSION PV)
 GLOBAL_SYSCTLS=(kernel.panic kernel.panic_on_oops vm.overcommit_memory)
 
-# node_vars N: set NODE_NAME, NODE_IP, NODE_DIR, NODE_NS, POD_CIDR,
-# CGROUP_ROOT and ZONE for node N (1-based).
+# node_vars N: the NODE_*, POD_CIDR, CGROUP_ROOT and ZONE of node N (1-based).
 node_vars() {
   ZONE=${ZONES[$(($1 - 1))]}
   NODE_NAME=plantstore-$ZONE
@@ -159,27 +133,24 @@ install_packages() {
   fi
 }
 
-# The tools of the images only some scenarios run, by image group
-# (images.sh), built when a scenario first asks for its group (images)
-# rather than before the cluster starts: on a cold machine they are most of
-# the build, and the scenarios before them run meanwhile.
+# The tools of the image groups (images.sh) only some scenarios run, built
+# when a scenario first asks for its group rather than before the cluster
+# starts: on a cold machine they are most of the build.
 declare -A GROUP_TOOLS=(
   [exporter]="redis-exporter"
   [gateway]="traefik"
   [tracing]="jaeger otelcol"
   [prometheus]="prometheus prometheus-operator prometheus-config-reloader"
 )
-# late_tools: those, and the host tools of the Flux and skaffold scenarios
-# (15-flux.sh, skaffold.sh), in the order the scenarios need them: what
-# cluster-test.sh and .ci/run build in the background while the cluster
-# starts and the first scenarios run.
+# late_tools: those and the Flux and skaffold scenarios' host tools, in the
+# order the scenarios need them: cluster-test.sh and .ci/run build them in
+# the background while the cluster starts.
 late_tools() {
   echo source-controller helm-controller "${GROUP_TOOLS[exporter]}" "${GROUP_TOOLS[gateway]}" \
     "${GROUP_TOOLS[tracing]}" "${GROUP_TOOLS[prometheus]}" skaffold
 }
 
-# build sets BIN: the Kubernetes tools and CoreDNS from tools/k8s/build.sh's
-# cache, and this module's own small commands beside them.
+# build sets BIN: build.sh's cache, with this module's own small commands.
 build() {
   install_packages
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kubeadm kube-apiserver kube-controller-manager kube-scheduler \
@@ -192,9 +163,9 @@ build() {
 }
 
 # ---------------------------------------------------------------------------
-# processes: start NAME CMD... runs CMD in the control plane's namespace in
-# the background, logs to $DIR/logs/NAME.log, and records its PID;
-# start_in NETNS NAME CMD... the same in another namespace (a node's).
+# start NAME CMD...: CMD in the background in the control plane's namespace,
+# logging to $DIR/logs/NAME.log, its PID recorded; start_in NETNS NAME CMD...
+# the same in another namespace (a node's).
 start() { start_in "$NS" "$@"; }
 start_in() {
   local netns=$1 name=$2; shift 2
@@ -205,14 +176,12 @@ start_in() {
   [[ -z $cg ]] || echo "$!" >"$cg/cgroup.procs"
 }
 
-# system_cgroup: the CPU cgroup of the cluster's own processes (control
-# plane, and each node's containerd, kubelet, kube-proxy, ...), beside the
-# nodes' pod cgroups ($NS/ZONE) with one node's weight (cgroup v1's
-# cpu.shares), as a node's system daemons sit beside kubepods: in the
-# machine's root cgroup each of their threads would weigh as much as every
-# pod together, and a drain's control-plane work starve the pods. The
-# cluster as a whole weighs eight of the machine's other processes, so that
-# a build beside it slows it rather than stops it.
+# system_cgroup: the CPU cgroup of the cluster's own processes, beside the
+# nodes' pod cgroups ($NS/ZONE) with one node's weight, as a node's system
+# daemons sit beside kubepods: in the root cgroup each of their threads
+# would weigh as much as every pod together, and a drain's control-plane
+# work starve the pods. The cluster weighs eight of the machine's other
+# processes, so that a build beside it slows it rather than stops it.
 system_cgroup() {
   local c=/sys/fs/cgroup/cpu/$NS # cgroup v1, the hierarchy the kubelets use here
   [[ -d /sys/fs/cgroup/cpu ]] || return 0
@@ -235,6 +204,7 @@ wait_for() {
   die "$what not ready after ${secs}s"
 }
 
+# check_alive: die, with its log, if a recorded process has exited.
 check_alive() {
   local pid name
   while read -r pid name; do
@@ -244,6 +214,17 @@ check_alive() {
 
 in_ns() { nsenter --net="/run/netns/$NS" "$@"; }
 in_node() { local n=$1; shift; nsenter --net="/run/netns/$NS-$n" "$@"; }
+# coredns_ready NETNS: CoreDNS in NETNS answers its readiness check.
+coredns_ready() {
+  nsenter --net="/run/netns/$1" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8182 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'
+}
+# forward NAME PORT HOST HOSTPORT: the host's 127.0.0.1:PORT to HOST:HOSTPORT
+# in the control plane's namespace, one socat per connection.
+forward() {
+  socat "TCP-LISTEN:$2,bind=127.0.0.1,reuseaddr,fork" \
+    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$3\:$4" >"$DIR/logs/$1.log" 2>&1 &
+  echo "$! $1" >>"$DIR/pids"
+}
 
 # render FILE: tools/k8s/node/FILE with the ${VAR} of NODE_VARS replaced by
 # their values; any other ${...} is a variable missing from NODE_VARS.
@@ -346,10 +327,7 @@ up() {
     --requestheader-extra-headers-prefix=X-Remote-Extra- \
     --proxy-client-cert-file="$DIR/pki/front-proxy-client.crt" --proxy-client-key-file="$DIR/pki/front-proxy-client.key" \
     --enable-aggregator-routing=true
-  # The host's side of the forward: one socat per connection into the namespace.
-  socat "TCP-LISTEN:$API_PORT,bind=127.0.0.1,reuseaddr,fork" \
-    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:$CP_IP\:$API_SECURE_PORT" >"$DIR/logs/api-forward.log" 2>&1 &
-  echo "$! api-forward" >>"$DIR/pids"
+  forward api-forward "$API_PORT" "$CP_IP" "$API_SECURE_PORT"
   export KUBECONFIG=$DIR/kubeconfig
   wait_for kube-apiserver 120 kubectl get --raw=/readyz
   # As kubeadm init: the admin's group made cluster admin by the one
@@ -359,11 +337,9 @@ up() {
 
   say "RBAC for CoreDNS; a default StorageClass with local volumes on every node"
   kubectl apply -f "$TOOLS_MOD/node/coredns-rbac.yaml" -f "$TOOLS_MOD/node/local-storage.yaml" >/dev/null
-  # Volumes a Redis of a scenario claims, on each node: the volumes are
-  # kept (Retain) after their namespaces go, so every install that enables
-  # Redis persistence uses one up (release, install, gitops, flux, values,
-  # overlays, netpol, prometheus, tracing, skaffold, sentinel: 17-19 in a
-  # full run, on whichever node their pod lands, and a person's own installs).
+  # Volumes for the scenarios' Redis, 24 a node: kept (Retain) after their
+  # namespaces go, every install with Redis persistence uses one up (17-19
+  # in a full run, on whichever node its pod lands, and a person's own).
   local PV n
   for ((i = 1; i <= NODES; i++)); do
     node_vars "$i"
@@ -396,9 +372,7 @@ up() {
   mkdir -p "$DIR/registry"
   start registry env REGISTRY_HTTP_ADDR=":$REGISTRY_PORT" REGISTRY_STORAGE_FILESYSTEM_ROOTDIRECTORY="$DIR/registry" \
     registry serve "$REPO/tools/release/registry.yml"
-  socat "TCP-LISTEN:$REGISTRY_PORT,bind=127.0.0.1,reuseaddr,fork" \
-    "EXEC:nsenter --net=/run/netns/$NS socat STDIO TCP\:127.0.0.1\:$REGISTRY_PORT" >"$DIR/logs/registry-forward.log" 2>&1 &
-  echo "$! registry-forward" >>"$DIR/pids"
+  forward registry-forward "$REGISTRY_PORT" 127.0.0.1 "$REGISTRY_PORT"
   wait_for registry 30 curl -fsS "http://$REGISTRY/v2/"
   echo "$REGISTRY" >"$DIR/registry-address"
 
@@ -410,7 +384,7 @@ up() {
   render Corefile >"$DIR/etc/Corefile"
   start coredns coredns -conf "$DIR/etc/Corefile"
   printf 'nameserver %s\n' "$DNS_IP" >"$DIR/etc/resolv.conf"
-  wait_for CoreDNS 60 in_ns bash -c 'exec 3<>/dev/tcp/127.0.0.1/8182 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'
+  wait_for CoreDNS 60 coredns_ready "$NS"
 
   say "images"
   local archives=()
@@ -443,10 +417,9 @@ up() {
   say "up: $NODES node(s) in zones ${ZONES[*]:0:NODES}; export KUBECONFIG=$DIR/kubeconfig"
 }
 
-# node_net N: node N's network namespace, the DNS address on its lo, its
-# veth into the fabric and its routes: the other nodes' pod subnets through
-# their nodes, the Service range to lo. The control plane routes each node's
-# pod subnet to it.
+# node_net N: node N's network namespace, its veth into the fabric, the DNS
+# address on its lo and its routes (the other nodes' pod subnets through
+# them, the Service range to lo); the control plane's route to its pods.
 node_net() {
   local i=$1 j peer
   node_vars "$i"
@@ -514,24 +487,21 @@ node_start() {
   start_in "$NODE_NS" "kube-proxy-$z" kube-proxy --config="$NODE_DIR/etc/kube-proxy.yaml"
   start_in "$NODE_NS" "coredns-$z" coredns -conf "$DIR/etc/Corefile"
   wait_for "node $NODE_NAME registered" 120 kubectl get "node/$NODE_NAME"
-  # NetworkPolicy: kube-router's network policy controller alone (no BGP
-  # routing, no service proxy: the bridge, the static routes and kube-proxy
-  # stay as they are), iptables and ipset rules in the node's namespace. It
-  # reads its node's address from the Node object, so it starts once the
-  # kubelet has registered it; ready once it answers its health check and
-  # has hooked its chains into the filter table (its RBAC applied by up).
+  # NetworkPolicy: kube-router's policy controller alone (no BGP, no service
+  # proxy), its rules in the node's namespace. It reads the node's address
+  # from the Node object, so starts once the kubelet registered it; ready
+  # once healthy and hooked into the filter table (RBAC applied by up).
   start_in "$NODE_NS" "kube-router-$z" kube-router --kubeconfig="$DIR/pki/kube-router.conf" \
     --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
     --service-cluster-ip-range="$SVC_CIDR" --health-port=20244 --metrics-port=0
   wait_for "kube-router of $NODE_NAME" 60 in_node "$z" sh -c 'curl -sf http://127.0.0.1:20244/healthz && iptables -S FORWARD | grep -q KUBE-ROUTER-FORWARD'
-  wait_for "CoreDNS of $NODE_NAME" 60 in_node "$z" bash -c 'exec 3<>/dev/tcp/127.0.0.1/8182 && printf "GET /ready HTTP/1.0\r\n\r\n" >&3 && grep -q "200 OK" <&3'
+  wait_for "CoreDNS of $NODE_NAME" 60 coredns_ready "$NODE_NS"
   echo "node $NODE_NAME started" >"$NODE_DIR/started"
 }
 
-# node_kill NODE: the node dies at once. Its processes are killed (not
-# stopped: nothing is told), every container of its pods with them, and its
-# cable is pulled (its veth's end on the fabric goes down), so its pods'
-# addresses stop answering as on a machine that lost power. Its Node object and pods stay, as the control
+# node_kill NODE: the node dies at once, as a machine that lost power: its
+# processes and its pods' containers killed (nothing is told), its veth's
+# end on the fabric down. Its Node object and pods stay, as the control
 # plane sees them, until the node controller marks it NotReady and evicts.
 node_kill() {
   local i z pid name
@@ -550,8 +520,7 @@ node_kill() {
 }
 
 # node_boot NODE: a killed node boots: its link up, its processes started
-# again on their old state (the kubelet finds its pods, and the control
-# plane's view of them, as a rebooted node does).
+# again on their old state, as a rebooted node's.
 node_boot() {
   local i
   i=$(node_index "$1")
@@ -601,11 +570,10 @@ import() {
   ((rc == 0)) || die "import into a node failed"
   printf 'imported %s\n' "$@"
 }
-# images GROUP...: the images of each group (images.sh) that the nodes do not
-# have yet, their tools built first (or waited for, when a build is under
-# way: build.sh's lock), imported into every node, and recorded in
-# images-imported, which a node that boots again imports. Concurrent calls
-# (a scenario beside another) take turns.
+# images GROUP...: the images of each group (images.sh) the nodes do not
+# have yet, their tools built first (or waited for: build.sh's lock),
+# imported into every node and recorded in images-imported, which a node
+# that boots again imports. Concurrent calls take turns.
 images() {
   local g t todo=() tools=() archives=() lock
   exec {lock}>"$DIR/images.lock"
@@ -690,7 +658,6 @@ down() {
   set -e
 }
 
-# nodes: name, zone, network namespace and containerd socket of each node.
 # partition [--one-way] ZONE... [-- ZONE...]: in each named zone's node, a
 # mangle chain drops what leaves its link for the other side's nodes and pod
 # subnets and the control plane (after DNAT: a Service's ClusterIP is cut as
@@ -731,11 +698,10 @@ partition_chains() {
 }
 
 heal() {
-  local i
+  local i c
   for ((i = 1; i <= NODES; i++)); do
     node_vars "$i"
-    in_node "$ZONE" iptables -w -t mangle -F PLANTSTORE-CUT-IN 2>/dev/null || true
-    in_node "$ZONE" iptables -w -t mangle -F PLANTSTORE-CUT-OUT 2>/dev/null || true
+    for c in IN OUT; do in_node "$ZONE" iptables -w -t mangle -F "PLANTSTORE-CUT-$c" 2>/dev/null || true; done
   done
   say "healed: no partition"
 }
