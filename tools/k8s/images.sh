@@ -1,30 +1,10 @@
 #!/usr/bin/env bash
 # Builds the images the test cluster runs besides plantstore's own, without a
 # daemon or a registry, from Debian's binaries and this module's commands,
-# and writes each as an OCI archive into OUTDIR (tools/k8s/cluster.sh imports
-# them into the node's containerd):
-#
-#   plantstore.test/pause:1      the pod sandbox (cmd/k8s-pause)
-#   plantstore.test/redis:7.0    Debian's redis-server and redis-cli, with a
-#                                shell and grep for the chart's probes;
-#                                user redis 999 as in the official image
-#   plantstore.test/client:1     a shell, curl and the usual utilities, for
-#                                helm test and the scenarios' probes
-#   plantstore.test/load:1       the open-loop load generator (tools/k8s/load)
-#   plantstore.test/prometheus:v3.5.0, plantstore.test/prometheus-operator:v0.85.0,
-#   plantstore.test/prometheus-config-reloader:v0.85.0
-#                                Prometheus and the Prometheus Operator, from
-#                                their modules (tools/k8s/prometheus*)
-#   plantstore.test/jaeger:1, plantstore.test/otelcol:1
-#                                Jaeger v2 and an OpenTelemetry Collector, from
-#                                their modules (tools/k8s/jaeger, tools/k8s/otelcol)
-#   plantstore.test/traefik:1    Traefik, the Gateway scenario's Gateway API
-#                                implementation, from its module (tools/k8s/traefik)
-#   plantstore.test/webhook-receiver:1  the scenarios' webhook subscriber (cmd/k8s-webhook-receiver)
-#   docker.io/oliver006/redis_exporter:v1.61.0
-#                                the chart's Redis exporter (redis.metrics) under the
-#                                chart's default image name: the same release,
-#                                built from its module (tools/k8s/redis-exporter)
+# and writes each as an OCI archive into OUTDIR, printing "REF<TAB>ARCHIVE"
+# (tools/k8s/cluster.sh imports them into the nodes' containerds). The tools
+# built from modules of their own (tools/k8s/NAME) run as their official
+# images run them: FROM scratch, as the same user.
 #
 # Usage: tools/k8s/images.sh OUTDIR BINDIR [GROUP...]
 #   GROUP: base (pause, redis, client, load, webhook-receiver), exporter
@@ -83,6 +63,15 @@ users() {
   printf 'root:x:0:\n%s:x:%s:\n' "$2" "$3" >"$1/etc/group"
 }
 
+# static NAME USER UID BIN [FILE]: in r, the root filesystem $work/NAME of
+# user USER (UID) with the static $BINDIR/BIN at /FILE (default /BIN).
+static() {
+  r=$work/$1
+  users "$r" "$2" "$3"
+  mkdir -p "$(dirname "$r/${5:-$4}")"
+  install -m 0755 "$(readlink -f "$BINDIR/$4")" "$r/${5:-$4}"
+}
+
 # image REF ROOTFS USER ENTRYPOINT_JSON: commit ROOTFS as REF into OUT.
 image() {
   local ref=$1 root=$2 user=$3 entry=$4 ctr mnt file
@@ -101,11 +90,14 @@ image() {
 }
 
 if want base; then
+# The pod sandbox.
 r=$work/pause
 mkdir -p "$r"
 install -m 0755 "$BINDIR/k8s-pause" "$r/pause"
 image plantstore.test/pause:1 "$r" 65535:65535 '["/pause"]'
 
+# Debian's Redis with a shell and grep for the chart's probes, as user
+# redis 999 like the official image.
 r=$work/redis
 busybox "$r"
 users "$r" redis 999
@@ -116,6 +108,7 @@ install -m 0755 "$(readlink -f /usr/bin/redis-cli)" "$r/usr/bin/redis-cli"
 libs "$r" /usr/bin/redis-server /usr/bin/redis-cli
 image plantstore.test/redis:7.0 "$r" 999:999 '["redis-server"]'
 
+# A shell, curl and the usual utilities, for helm test and the scenarios' probes.
 r=$work/client
 busybox "$r"
 users "$r" nonroot 65532
@@ -125,66 +118,47 @@ libs "$r" /usr/bin/curl
 cp -L /etc/ssl/certs/ca-certificates.crt "$r/etc/ssl/certs/" 2>/dev/null || true
 image plantstore.test/client:1 "$r" 65532:65532 '["/bin/sh"]'
 
-r=$work/load
-users "$r" nonroot 65532
-install -m 0755 "$BINDIR/k8s-load" "$r/k8s-load"
+# The open-loop load generator and the scenarios' webhook subscriber.
+static load nonroot 65532 k8s-load
 image plantstore.test/load:1 "$r" 65532:65532 '["/k8s-load"]'
-
-r=$work/webhook-receiver
-users "$r" nonroot 65532
-install -m 0755 "$BINDIR/k8s-webhook-receiver" "$r/k8s-webhook-receiver"
+static webhook-receiver nonroot 65532 k8s-webhook-receiver
 image plantstore.test/webhook-receiver:1 "$r" 65532:65532 '["/k8s-webhook-receiver"]'
 fi
 
 # The Prometheus scenario's (cluster-test.d/35-prometheus.sh): Prometheus and
-# the Prometheus Operator with its config reloader, static binaries from
-# their modules (tools/k8s/prometheus, tools/k8s/prometheus-operator; tags
-# as build.sh stamps them), as their official images run them (user nobody,
-# /prometheus its data directory).
+# the Prometheus Operator with its config reloader (tags as build.sh stamps
+# them), user nobody, /prometheus the data directory.
 if want prometheus; then
-r=$work/prometheus
-users "$r" nobody 65534
-mkdir -p "$r/bin" "$r/prometheus" "$r/etc/prometheus"
+static prometheus nobody 65534 prometheus bin/prometheus
+mkdir -p "$r/prometheus" "$r/etc/prometheus"
 chown 65534:65534 "$r/prometheus"
-install -m 0755 "$(readlink -f "$BINDIR/prometheus")" "$r/bin/prometheus"
 image plantstore.test/prometheus:v3.5.0 "$r" 65534:65534 '["/bin/prometheus"]'
 
 for t in prometheus-operator:operator prometheus-config-reloader:prometheus-config-reloader; do
-  r=$work/${t%%:*}
-  users "$r" nobody 65534
-  mkdir -p "$r/bin"
-  install -m 0755 "$(readlink -f "$BINDIR/${t%%:*}")" "$r/bin/${t#*:}"
+  static "${t%%:*}" nobody 65534 "${t%%:*}" "bin/${t#*:}"
   image "plantstore.test/${t%%:*}:v0.85.0" "$r" 65534:65534 "[\"/bin/${t#*:}\"]"
 done
 fi
 
 # The tracing scenarios' (cluster-test.d/lib/observability.sh): Jaeger v2 and
-# the OpenTelemetry Collector, static binaries from their modules, as user
-# 10001 like their official images.
+# the OpenTelemetry Collector, as user 10001.
 if want tracing; then
 for t in jaeger otelcol; do
-  r=$work/$t
-  users "$r" "$t" 10001
-  install -m 0755 "$(readlink -f "$BINDIR/$t")" "$r/$t"
+  static "$t" "$t" 10001 "$t"
   image "plantstore.test/$t:1" "$r" 10001:10001 "[\"/$t\"]"
 done
 fi
 
-# The Gateway scenario's (cluster-test.d/lib/gateway.sh): Traefik, static,
-# as user 65532 like its official image.
+# The Gateway scenario's (cluster-test.d/lib/gateway.sh): Traefik, as user 65532.
 if want gateway; then
-r=$work/traefik
-users "$r" traefik 65532
-install -m 0755 "$(readlink -f "$BINDIR/traefik")" "$r/traefik"
+static traefik traefik 65532 traefik
 image plantstore.test/traefik:1 "$r" 65532:65532 '["/traefik"]'
 fi
 
-# The chart's Redis exporter, as its official image runs it (FROM scratch,
-# /redis_exporter, user 59000), named as the chart's default so that the
-# scenarios enable redis.metrics without overriding its image.
+# The chart's Redis exporter (/redis_exporter, user 59000), named as the
+# chart's default so that the scenarios enable redis.metrics without
+# overriding its image.
 if want exporter; then
-r=$work/redis-exporter
-users "$r" exporter 59000
-install -m 0755 "$(readlink -f "$BINDIR/redis-exporter")" "$r/redis_exporter"
+static redis-exporter exporter 59000 redis-exporter redis_exporter
 image docker.io/oliver006/redis_exporter:v1.61.0 "$r" 59000:59000 '["/redis_exporter"]'
 fi
