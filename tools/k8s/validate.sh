@@ -97,6 +97,12 @@ fail() {
   if [[ -n ${2:-} && -s ${2:-} ]]; then tail -n "${3:-40}" "$2" | sed 's/^/      | /'; fi
 }
 note() { printf '      %s\n' "$*"; }
+# summary: the last line, and the exit status.
+summary() {
+  echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
+  if ((FAILED)); then exit 1; fi
+  exit 0
+}
 newlog() { mktemp -p "$LOGS" "${1:-log}.XXXXXX"; }
 # check NAME CMD...: PASS if CMD exits 0, FAIL with the tail of its output otherwise.
 check() {
@@ -125,14 +131,12 @@ if [[ -z ${_K8S_VALIDATE_NETNS:-} ]]; then
     else pass "tools cached in $BIN"; fi
   else
     fail "build helm kubectl kube-apiserver kubeadm" "$log"
-    echo "validate: $PASSED passed, $FAILED failed"; exit 1
+    summary
   fi
   # Our small helpers are rebuilt each time (seconds, from Go's build cache).
   HELPERS=(k8s-pod-templates k8s-existing-secrets)
-  if ! check "build ${HELPERS[*]}" \
-    bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ${HELPERS[*]/#/./cmd/}"; then
-    echo "validate: $PASSED passed, $FAILED failed"; exit 1
-  fi
+  check "build ${HELPERS[*]}" bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ${HELPERS[*]/#/./cmd/}" ||
+    summary
   export PATH=$BIN:$WORK/bin:$PATH
   note "$(helm version --short) / kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1)"
 
@@ -178,19 +182,21 @@ fi
 
 # ---------------------------------------------------------------------------
 # b-d. chart
-HELM_TPL=(--kube-version "$K8S_VERSION" --api-versions monitoring.coreos.com/v1 --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule)
+LINT=(helm lint --strict --kube-version "$K8S_VERSION" "$CHART")
+TEMPLATE=(helm template plantstore "$CHART" --kube-version "$K8S_VERSION" --api-versions monitoring.coreos.com/v1
+  --api-versions monitoring.coreos.com/v1/ServiceMonitor --api-versions monitoring.coreos.com/v1/PrometheusRule)
 SETS=()
 if [[ -f $CHART/Chart.yaml ]]; then
   echo "== chart $CHART"
-  check "helm lint --strict $CHART" helm lint --strict --kube-version "$K8S_VERSION" "$CHART" || true
+  check "helm lint --strict $CHART" "${LINT[@]}" || true
   shopt -s nullglob
   for v in "$CHART"/ci/*-values.yaml; do SETS+=("$(basename "$v" -values.yaml)"); done
   ((${#SETS[@]})) || fail "no value sets in $CHART/ci/*-values.yaml"
   for s in "${SETS[@]}"; do
     vf=$CHART/ci/$s-values.yaml
-    check "helm lint --strict -f ci/$s-values.yaml" helm lint --strict --kube-version "$K8S_VERSION" "$CHART" -f "$vf" || true
+    check "helm lint --strict -f ci/$s-values.yaml" "${LINT[@]}" -f "$vf" || true
     log=$(newlog template)
-    if helm template plantstore "$CHART" -n "vs-$s" -f "$vf" "${HELM_TPL[@]}" >"$RENDERED/helm-$s.yaml" 2>"$log"; then
+    if "${TEMPLATE[@]}" -n "vs-$s" -f "$vf" >"$RENDERED/helm-$s.yaml" 2>"$log"; then
       pass "helm template -f ci/$s-values.yaml ($(grep -c '^kind:' "$RENDERED/helm-$s.yaml") objects, hooks included: $(grep -c '^    helm.sh/hook:' "$RENDERED/helm-$s.yaml" || true))"
     else
       fail "helm template -f ci/$s-values.yaml" "$log"
@@ -204,11 +210,8 @@ if [[ -f $CHART/Chart.yaml ]]; then
     if [[ -z $expect ]]; then fail "$b: first line must be '# expect: <substring of the error>'"; continue; fi
     for cmd in lint template; do
       log=$(newlog neg)
-      if [[ $cmd == lint ]]; then
-        helm lint --strict --kube-version "$K8S_VERSION" "$CHART" -f "$f" >"$log" 2>&1 && rc=0 || rc=$?
-      else
-        helm template plantstore "$CHART" -f "$f" "${HELM_TPL[@]}" >"$log" 2>&1 && rc=0 || rc=$?
-      fi
+      if [[ $cmd == lint ]]; then run=("${LINT[@]}"); else run=("${TEMPLATE[@]}"); fi
+      "${run[@]}" -f "$f" >"$log" 2>&1 && rc=0 || rc=$?
       if ((rc == 0)); then
         fail "$b: helm $cmd succeeded; expected an error containing '$expect'" "$log" 10
       elif grep -qF -- "$expect" "$log"; then
@@ -247,9 +250,7 @@ shopt -u nullglob
 # f. a real kube-apiserver with etcd on loopback
 if [[ $NO_CLUSTER == 1 ]]; then
   [[ ${CI:-} == true && -n ${NO_CLUSTER_WHY:-} ]] || skip "kube-apiserver checks (${NO_CLUSTER_WHY:---no-cluster})"
-  echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
-  if ((FAILED)); then exit 1; fi
-  exit 0
+  summary
 fi
 
 echo "== kube-apiserver $K8S_VERSION + etcd on 127.0.0.1 (the run's own network namespace)"
@@ -310,21 +311,18 @@ cluster_up() {
 log=$(newlog cluster)
 if ! cluster_up >"$log" 2>&1; then
   fail "start etcd + kube-apiserver" "$log"
-  echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
-  exit 1
+  summary
 fi
 pass "start etcd $(etcd --version | sed -n 's/^etcd Version: //p') + kube-apiserver $(kubectl version -o json 2>/dev/null | grep -A8 serverVersion | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p'): $(tail -n 1 "$log")"
 KC=(kubectl --request-timeout=30s)
 # Fail fast, not request by request, if etcd or kube-apiserver dies.
 cluster_alive() {
-  local who
-  for who in ETCD API; do
-    local pid_var=${who}_PID
-    if ! kill -0 "${!pid_var}" 2>/dev/null; then
-      fail "$([[ $who == ETCD ]] && echo etcd || echo kube-apiserver) died during the run" \
-        "$WORK/$([[ $who == ETCD ]] && echo etcd || echo kube-apiserver).log" 20
-      echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
-      exit 1
+  local who pid
+  for who in "etcd $ETCD_PID" "kube-apiserver $API_PID"; do
+    read -r who pid <<<"$who"
+    if ! kill -0 "$pid" 2>/dev/null; then
+      fail "$who died during the run" "$WORK/$who.log" 20
+      summary
     fi
   done
 }
@@ -491,6 +489,4 @@ for p in "${POD_LIST[@]}"; do
   fi
 done
 
-echo "validate: $PASSED passed, $FAILED failed, $SKIPPED skipped"
-if ((FAILED)); then exit 1; fi
-exit 0
+summary
