@@ -4,13 +4,7 @@
 # and the Go version, and prints that directory on its last line. validate.sh
 # and cluster.sh share it, so a machine builds each tool once.
 #
-#   tools/k8s/build.sh [--prebuild] TOOL...
-#                                 TOOL: helm helm4 kubectl kubeadm kube-apiserver
-#                                 kube-controller-manager kube-scheduler kubelet
-#                                 kube-proxy coredns metrics-server skaffold kube-router
-#                                 prometheus promtool prometheus-operator
-#                                 prometheus-config-reloader jaeger otelcol
-#                                 source-controller helm-controller redis-exporter traefik
+#   tools/k8s/build.sh [--prebuild] TOOL...   TOOL: a name of PKG or OWN below
 #
 # --prebuild: a build in the background, of tools a run will ask for later;
 # it exits at once when another prebuild is under way (.ci/run's, which
@@ -85,27 +79,23 @@ key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS $GCFLAGS"; go env GOVER
 BIN=$CACHE/bin/$key
 mkdir -p "$BIN" "$CACHE/own"
 # A tool in a module of its own is cached by that module's files alone (a
-# new such module does not rebuild the others) and linked into BIN.
+# new such module does not rebuild the others) and linked into BIN
+# (atomically: a concurrent run may link the same).
 own_path() {
-  local dir=$1 _ flags
-  read -r _ _ flags <<<"${OWN[$2]}"
-  echo "$CACHE/own/$2-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "$MOD/$dir"/*.go 2>/dev/null; echo "$LDFLAGS $GCFLAGS"; [[ -z $flags ]] || echo "$flags"; go env GOVERSION; } | sha256sum | cut -c1-16)"
+  local dir _ flags
+  read -r dir _ flags <<<"${OWN[$1]}"
+  echo "$CACHE/own/$1-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "$MOD/$dir"/*.go 2>/dev/null; echo "$LDFLAGS $GCFLAGS"; [[ -z $flags ]] || echo "$flags"; go env GOVERSION; } | sha256sum | cut -c1-16)"
 }
+link_own() { ln -sfn "$(own_path "$1")/$1" "$BIN/.$1.$$" && mv -Tf "$BIN/.$1.$$" "$BIN/$1"; }
 
 # plan sets missing (packages of the main module to build) and own (tools
-# of modules of their own to build), linking those already built into BIN
-# (atomically: a concurrent run may link the same).
+# of modules of their own to build), linking those already built into BIN.
 plan() {
   missing=() own=()
-  local t dir
+  local t
   for t in "$@"; do
     if [[ -n ${OWN[$t]:-} ]]; then
-      read -r dir _ <<<"${OWN[$t]}"
-      if [[ -x $(own_path "$dir" "$t")/$t ]]; then
-        ln -sfn "$(own_path "$dir" "$t")/$t" "$BIN/.$t.$$" && mv -Tf "$BIN/.$t.$$" "$BIN/$t"
-      else
-        own+=("$t")
-      fi
+      if [[ -x $(own_path "$t")/$t ]]; then link_own "$t"; else own+=("$t"); fi
       continue
     fi
     [[ -x $BIN/$t ]] && continue
@@ -117,12 +107,9 @@ plan() {
 # Concurrent runs share the cache. Each build unit (the one go build of this
 # module's tools, and each tool of a module of its own) has a lock of its
 # own, taken only when that unit is missing: a run waits only for a build
-# under way of a tool it asked for, not for another run's whole list (.ci/run
-# builds every tool in the background while the tests, k8s-validate and the
-# cluster's first scenarios ask for theirs). Whichever comes first builds it;
-# the other finds it built.
-# cpu: the CPU-seconds (user and system) of this shell's finished children,
-# so that a build line says what the build cost as well as how long it took.
+# of a tool it asked for, not for another run's whole list (.ci/run builds
+# every tool in the background while the stages ask for theirs).
+# cpu: the CPU-seconds of this shell's finished children, for the build lines.
 cpu() {
   local u s
   read -r u s < <(cut -d' ' -f16,17 "/proc/$$/stat") # cutime, cstime: USER_HZ (100) ticks
@@ -137,30 +124,35 @@ locked() {
   "$@"
   exec {fd}>&-
 }
-build_main() {
-  local t todo=() t0=$SECONDS c0
+# timed WHAT CMD...: CMD between "build: WHAT" and "build: done in ...", on
+# stderr (stdout is for BIN's line).
+timed() {
+  local t0=$SECONDS c0
   c0=$(cpu)
+  echo "build: $1" >&2
+  "${@:2}" >&2
+  echo "build: done in $((SECONDS - t0))s, $(($(cpu) - c0)) CPU-s" >&2
+}
+build_main() {
+  local t todo=()
   for t in "${requested[@]}"; do # what a build we may have waited for left to do
     [[ -z ${PKG[$t]:-} || -x $BIN/$t ]] || todo+=("${PKG[$t]}")
   done
   ((${#todo[@]})) || return 0
-  echo "build: ${todo[*]##*/} (one go build: they share most packages)" >&2
-  (cd "$MOD" && go build -trimpath -gcflags "$GCFLAGS" -ldflags "$LDFLAGS" -o "$BIN/" "${todo[@]}") >&2
-  echo "build: done in $((SECONDS - t0))s, $(($(cpu) - c0)) CPU-s" >&2
+  timed "${todo[*]##*/} (one go build: they share most packages)" \
+    go -C "$MOD" build -trimpath -gcflags "$GCFLAGS" -ldflags "$LDFLAGS" -o "$BIN/" "${todo[@]}"
 }
 build_own() {
-  local t=$1 dir pkg static flags out cgo t0=$SECONDS c0
-  c0=$(cpu)
+  local t=$1 dir pkg static flags out cgo
   read -r dir pkg static flags <<<"${OWN[$t]}"
-  out=$(own_path "$dir" "$t")
+  out=$(own_path "$t")
   if [[ ! -x $out/$t ]]; then
-    echo "build: $t (tools/k8s/$dir)" >&2
     cgo=$(go env CGO_ENABLED)
     [[ $static != static ]] || cgo=0
-    (cd "$MOD/$dir" && CGO_ENABLED=$cgo go build -trimpath -gcflags "$GCFLAGS" -ldflags "$LDFLAGS $flags" -o "$out/$t" "$pkg") >&2
-    echo "build: done in $((SECONDS - t0))s, $(($(cpu) - c0)) CPU-s" >&2
+    timed "$t (tools/k8s/$dir)" env CGO_ENABLED="$cgo" \
+      go -C "$MOD/$dir" build -trimpath -gcflags "$GCFLAGS" -ldflags "$LDFLAGS $flags" -o "$out/$t" "$pkg"
   fi
-  ln -sfn "$out/$t" "$BIN/.$t.$$" && mv -Tf "$BIN/.$t.$$" "$BIN/$t"
+  link_own "$t"
 }
 requested=("$@")
 plan "$@"
