@@ -1,33 +1,25 @@
 #!/usr/bin/env bash
 # skaffold's custom build of plantstore's development image, and the compile
-# step of its file sync (skaffold.yaml). The development image is never the
-# release image (tools/image/build.sh, the Dockerfile): its PID 1 is
-# tools/k8s/cmd/k8s-devrun, which starts the service again whenever skaffold
+# step of its file sync (skaffold.yaml). Not the release image: its PID 1 is
+# tools/k8s/cmd/k8s-devrun, which restarts the service whenever skaffold
 # syncs a new bin/dev/plantstore into the pod; tools/k8s/cmd/k8s-devimage
 # writes it in a moment, without a daemon.
 #
-#   tools/k8s/skaffold-dev-build.sh          the image $IMAGE (skaffold's
-#                                            custom build sets IMAGE and
-#                                            PUSH_IMAGE)
-#   tools/k8s/skaffold-dev-build.sh binary   only bin/dev/plantstore
-#                                            (skaffold's custom test, run on
-#                                            every saved Go file: the binary
-#                                            the sync sends)
-#   tools/k8s/skaffold-dev-build.sh deps     the image's dependencies, a JSON
-#                                            array (skaffold's paths must
-#                                            each match a file, and
-#                                            bin/dev/plantstore is missing
-#                                            until the first build)
+#   tools/k8s/skaffold-dev-build.sh         the image $IMAGE (skaffold sets
+#                                           IMAGE and PUSH_IMAGE)
+#   tools/k8s/skaffold-dev-build.sh binary  only bin/dev/plantstore, the
+#                                           binary the sync sends (skaffold's
+#                                           custom test, on every saved Go file)
+#   tools/k8s/skaffold-dev-build.sh deps    the image's dependencies, a JSON array
 #
 # The image is loaded into the Docker Engine API at $DOCKER_HOST (Docker, or
-# the podman API service of tools/k8s/skaffold.sh), pushed with skopeo when
-# PUSH_IMAGE=true, and, under tools/k8s/skaffold.sh (PLANTSTORE_TEST_CLUSTER
-# set to the cluster's directory), imported into the test cluster's nodes
-# under the tag skaffold deploys: the image's ID.
+# tools/k8s/skaffold.sh's podman), pushed with skopeo when PUSH_IMAGE=true,
+# and, when PLANTSTORE_TEST_CLUSTER names the test cluster's directory
+# (skaffold.sh), imported into its nodes under the tag skaffold deploys.
 #
-# Environment: DEV_DEBUG=1 (the debug profile): the binary is built for Delve
-# (the module's packages without optimizations or inlining, with DWARF) and
-# the image carries dlv, built from tools/go.mod. GOARCH (default the host's).
+# Environment: DEV_DEBUG=1 (the debug profile): the binary built for Delve
+# (no optimizations or inlining, with DWARF) and dlv in the image. GOARCH
+# (default the host's).
 set -euo pipefail
 TOOLS_MOD=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$TOOLS_MOD/../.." && pwd)
@@ -35,10 +27,9 @@ OUT=$REPO/bin/dev
 if [[ ${1:-} == deps ]]; then
   cd "$REPO"
   deps=(go.mod go.sum tools/k8s/skaffold-dev-build.sh tools/k8s/cmd/k8s-devrun/*.go tools/k8s/cmd/k8s-devimage/*.go)
-  # Listed from the start, as an empty file until the first build writes it:
-  # skaffold lists the dependencies before that build and registers its
-  # watch with that list, and a binary appearing in a later list would be
-  # "added", and synced once for nothing.
+  # Listed from the start, an empty file until the first build: skaffold
+  # registers its watch with the list from before that build, and a binary
+  # appearing in a later list would be "added", and synced once for nothing.
   [[ -f bin/dev/plantstore ]] || { mkdir -p bin/dev && : >bin/dev/plantstore; }
   deps+=(bin/dev/plantstore)
   printf '"%s",' "${deps[@]}" | sed 's/^/[/; s/,$/]/'
@@ -48,7 +39,6 @@ PKG=github.com/plantstore/plantstore
 export GOWORK=off
 command -v go >/dev/null || { echo "skaffold-dev-build.sh: needs Go (https://go.dev/dl)" >&2; exit 1; }
 mkdir -p "$OUT/tools"
-# What runs in the image: static, for Linux (GOARCH: the host's unless set).
 linux() { CGO_ENABLED=0 GOOS=linux "$@"; }
 
 # binary: go build skips the write when the binary is up to date, so an edit
@@ -71,8 +61,7 @@ if [[ ${1:-} == binary ]]; then
 fi
 : "${IMAGE:?set by skaffold (the image to build)}"
 
-# took: the build's steps and their times, for its last line (where a slow
-# first deploy's build went).
+# took: the build's steps and their times, for its last line.
 took=() t=$(date +%s%3N)
 step() {
   local now

@@ -1,21 +1,18 @@
 #!/usr/bin/env bash
-# make dev: the inner loop on a cluster for a person. `skaffold dev` with the
-# development image and file sync (skaffold.yaml): a saved Go file answers
+# make dev: the inner loop on a cluster for a person: `skaffold dev` with the
+# development image and file sync (skaffold.yaml), a saved Go file answering
 # from the cluster in seconds. It prints the API's URL, the reference page's
 # and a token once the first deploy answers; Ctrl-C uninstalls the release,
 # and stops the test cluster if this script started it.
 #
-#   make dev                              the repository's test cluster in
-#                                         $CLUSTER_DIR: the one that is up,
-#                                         or one started here (one node
-#                                         unless CLUSTER_NODES says more)
-#   make dev DEV_KUBE_CONTEXT=kind-dev    an existing kube context instead,
-#                                         with the images loaded into the
-#                                         Docker Engine API at $DOCKER_HOST
-#                                         (skaffold's default profile)
-#   make dev DEV_DEBUG=1                  the service under Delve: attach a
-#                                         DAP client (an editor) to
-#                                         127.0.0.1:56268
+#   make dev                            the test cluster in $CLUSTER_DIR: the
+#                                       one up, or one started here (one node
+#                                       unless CLUSTER_NODES says more)
+#   make dev DEV_KUBE_CONTEXT=kind-dev  an existing kube context instead, the
+#                                       images loaded into the Docker Engine
+#                                       API at $DOCKER_HOST
+#   make dev DEV_DEBUG=1                the service under Delve: attach a DAP
+#                                       client (an editor) to 127.0.0.1:56268
 #
 # Environment: DEV_NAMESPACE (default default), and cluster.sh's (CLUSTER_DIR...).
 set -euo pipefail

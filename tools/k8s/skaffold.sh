@@ -1,27 +1,22 @@
 #!/usr/bin/env bash
 # skaffold against the test cluster (tools/k8s/cluster.sh), with no Docker
-# daemon and no registry: the profile test-cluster of skaffold.yaml builds
-# the development image (tools/k8s/skaffold-dev-build.sh) and imports it into
-# the nodes' containerds (PLANTSTORE_TEST_CLUSTER, set here, says where).
+# daemon and no registry: skaffold.yaml's profile test-cluster builds the
+# development image (skaffold-dev-build.sh) and imports it into the nodes'
+# containerds (PLANTSTORE_TEST_CLUSTER, set here, says where).
 #
 #   tools/k8s/skaffold.sh run  -p test-cluster
 #   tools/k8s/skaffold.sh dev  -p test-cluster [--port-forward]
 #   tools/k8s/skaffold.sh dev  -p test-cluster,debug   # under Delve
 #   tools/k8s/skaffold.sh delete -p test-cluster
 #
-# `dev` watches with a debounce of 50 ms (--watch-poll-interval, unless
-# given), not skaffold's 1 s: an edit passes it twice (the source, then the
-# binary the sync sends; both land by rename). make dev runs this with a URL
-# and a token.
+# `dev` watches with a debounce of 50 ms, not skaffold's 1 s: an edit passes
+# it twice (the source, then the binary the sync sends).
 #
 # skaffold's local builder asks a Docker Engine API for the ID of every image
-# it did not push, custom builds included (pkg/skaffold/build/local and
-# build/custom: ServerVersion, ImageInspect, ImageTag), and deploys the image
-# under a tag made of that ID. Podman's API service answers those calls from
-# its own storage, here below the cluster's directory: the build script loads
-# each image there as well. It is started on first use, and stopped by
-# `cluster.sh down` like the cluster's other processes. skaffold itself is
-# built from tools/k8s/skaffold (its own module).
+# it did not push, custom builds included, and deploys the image under a tag
+# made of that ID. Podman's API service answers from its own storage below
+# the cluster's directory, where the build script loads each image too; it
+# is started on first use and stopped by `cluster.sh down` with the cluster.
 #
 # Environment: CLUSTER_DIR (default /tmp/plantstore-cluster).
 set -euo pipefail
@@ -38,7 +33,7 @@ if ! command -v podman >/dev/null; then
   "$REPO/tools/apt-get.sh" update -qq && DEBIAN_FRONTEND=noninteractive "$REPO/tools/apt-get.sh" install -y -qq --no-install-recommends podman >/dev/null
 fi
 
-# podman_args: the storage the API service and the build script share.
+# The storage the API service and the build script share.
 PODMAN=(podman --root "$DIR/podman/root" --runroot "$DIR/podman/run" --storage-driver overlay)
 sock=$DIR/podman/api.sock
 ping() { curl -sf --max-time 2 --unix-socket "$sock" http://podman/_ping >/dev/null; }
