@@ -1,19 +1,12 @@
 #!/usr/bin/env bash
-# Builds plantstore's runtime image without a Docker daemon or a registry, and
-# writes it as an OCI archive (default bin/plantstore-image.tar; OUT=path to
-# change it). See docs/image.md.
-#
-# The steps are those of docs/image.md ("Building here, without a daemon"):
-# stage the build stage's context through .dockerignore (imagetool context),
-# build the binary there as the Dockerfile does with its Go release, assemble
-# a base layer equivalent to gcr.io/distroless/static-debian12:nonroot (which
-# cannot be pulled here) and the runtime layer with buildah, commit an OCI
-# archive and print its digest and size.
+# Builds plantstore's runtime image without a Docker daemon or a registry, as
+# an OCI archive (default bin/plantstore-image.tar), in the steps of
+# docs/image.md ("Building here, without a daemon"), and prints its digest
+# and size.
 #
 # Skaffold's custom builder (skaffold.yaml, profile daemonless) sets IMAGE, the
-# image's name, used as the archive's reference instead of plantstore:$VERSION,
-# and PUSH_IMAGE=true to push it to that name with skopeo (which needs the
-# registry, so not here).
+# archive's reference instead of plantstore:$VERSION, and PUSH_IMAGE=true to
+# push it there with skopeo.
 #
 # Environment: SRC (the source tree to build, default this repository: a
 # release of an older commit builds that commit's tree with this pipeline),
@@ -44,16 +37,13 @@ REF=${IMAGE:-plantstore:$VERSION}
 t0=$SECONDS
 step() { printf '== [%3ss] %s\n' "$((SECONDS - t0))" "$*"; }
 
-# Tools: buildah from Debian's packages when missing, as the Makefile installs redis-server.
+# Tools: from Debian's packages when missing, as the Makefile installs redis-server.
 need=()
-command -v buildah >/dev/null 2>&1 || need+=(buildah)
-command -v dpkg-deb >/dev/null 2>&1 || need+=(dpkg)
-command -v jq >/dev/null 2>&1 || need+=(jq)
+for t in buildah:buildah dpkg-deb:dpkg jq:jq; do command -v "${t%%:*}" >/dev/null 2>&1 || need+=("${t#*:}"); done
 if ((${#need[@]})); then
   step "installing ${need[*]} from Debian's packages"
-  SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
-  $SUDO "$root/tools/apt-get.sh" update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO "$root/tools/apt-get.sh" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  "$root/tools/apt-get.sh" update -qq
+  DEBIAN_FRONTEND=noninteractive "$root/tools/apt-get.sh" install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 work=$(mktemp -d /tmp/plantstore-image.XXXXXX)

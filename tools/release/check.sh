@@ -1,20 +1,13 @@
 #!/usr/bin/env bash
-# make release-check: the release pipeline end to end against a real OCI
-# registry (CNCF Distribution, on a loopback port, storage in a temporary
-# directory), as CI runs it:
-#
-#   1. make release into it, every platform built twice (REPRODUCE=true: the
-#      same digests, or it fails);
-#   2. tools/release/verify.sh passes on what was pushed;
-#   3. and fails on an unsigned copy of the release and on a tampered one
-#      (the version tag moved to an image index the key never signed).
+# make release-check: make release (REPRODUCE=true) into a real OCI registry
+# (CNCF Distribution on a loopback port), verify.sh passing on what was
+# pushed and refusing an unsigned and a tampered copy (docs/release.md).
 #
 # CHECK_REGISTRY=HOST:PORT runs it against a registry already running (the
-# test cluster's: tools/k8s/cluster-test.d/05-release.sh, which then installs
-# what it pushed) instead of starting one; the copies go under HOST:PORT/unsigned
-# and HOST:PORT/tampered. RELEASE_DIR (default: a temporary directory) keeps
-# what make release wrote. Prints one RELEASE-CHECK line of figures. Needs
-# root (the image builds).
+# test cluster's: cluster-test.d/05-release.sh, which then installs what it
+# pushed); the copies go under HOST:PORT/unsigned and HOST:PORT/tampered.
+# RELEASE_DIR (default: a temporary directory) keeps what make release
+# wrote. Prints one RELEASE-CHECK line of figures. Needs root (the images).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)

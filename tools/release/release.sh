@@ -1,14 +1,7 @@
 #!/usr/bin/env bash
-# make release VERSION=x.y.z REGISTRY=host[:port]/path: builds and publishes
-# one release without a Docker daemon: the runtime image of each platform
-# (tools/image/build.sh, verified by tools/image/verify.sh), one OCI image
-# index of them pushed to REGISTRY/plantstore:VERSION, a CycloneDX SBOM per
-# platform and a SLSA v1 provenance attached as cosign attestations, a cosign
-# signature, and the chart with the image pinned by digest, pushed and signed.
-# docs/release.md ("Build type") describes each step.
-#
-# It writes RELEASE_DIR (default bin/release/VERSION): the archives, the
-# SBOMs, the provenance, the chart package and release.json (every digest).
+# make release VERSION=x.y.z REGISTRY=host[:port]/path: builds, signs and
+# publishes one release without a Docker daemon (the steps: docs/release.md,
+# "Build type") into REGISTRY and RELEASE_DIR (default bin/release/VERSION).
 #
 # Environment: VERSION, REGISTRY (required); SRC (the source tree, default
 # this repository; it must be a clean git work tree unless ALLOW_DIRTY=true);
