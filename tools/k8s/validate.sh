@@ -122,8 +122,7 @@ if [[ -z ${_K8S_VALIDATE_NETNS:-} ]]; then
     exec 9>"$CACHE/.lock"
     flock -w 1800 9 || { echo "could not lock $CACHE/.lock" >&2; exit 1; }
   fi
-  # helm, kubectl, kube-apiserver and kubeadm, built once per
-  # machine into the cache that cluster.sh shares (tools/k8s/build.sh).
+  # Built once per machine, into the cache cluster.sh shares (build.sh).
   log=$(newlog build)
   t0=$SECONDS
   if BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" helm kubectl kube-apiserver kubeadm 2>"$log" | tail -n 1); then
@@ -350,15 +349,17 @@ collect_pods() {
 api_warnings() {
   grep -E 'warnings\.go:[0-9]+\]|^Warning: ' "$1" >"$1.warnings"
 }
+# unwarned LOG WARNED PASSED: after a command that succeeded, FAIL WARNED
+# with the API server's warnings in LOG, or PASS PASSED.
+unwarned() {
+  if api_warnings "$1"; then fail "$2" "$1.warnings"; else pass "$3"; fi
+}
 
-# Helm installs and upgrades with --no-hooks here: with no controllers a hook
-# Job never completes, and helm would wait for it until --timeout. The hooks the
-# release holds (helm get hooks: what helm would have run, test hooks included)
-# get the same server-side checks as the rest instead: a dry-run create in the
-# release's namespace (schemas, strict fields, admission, API warnings). Their
-# pod templates are in the rendered manifests (helm template renders hooks), so
-# the restricted Pod Security check below judges them with the others.
-# hooks_check SET NAMESPACE WHEN
+# hooks_check SET NAMESPACE WHEN: helm installs and upgrades with --no-hooks
+# here (with no controllers a hook Job never completes, and helm would wait
+# until --timeout), so the release's hooks, test hooks included, get a
+# server-side dry-run create in its namespace instead. Their pod templates
+# are in the rendered manifests, judged by the Pod Security check below.
 hooks_check() {
   local s=$1 ns=$2 when=$3 file log n
   file=$RENDERED/hooks-$s-$when.yaml log=$(newlog hooks)
@@ -368,11 +369,8 @@ hooks_check() {
   n=$(grep -c '^kind:' "$file" || true)
   if ((n == 0)); then note "$s: the $when has no hooks"; return; fi
   if "${KC[@]}" create --dry-run=server -n "$ns" -f "$file" >"$log" 2>&1; then
-    if api_warnings "$log"; then
-      fail "$s: hooks of the $when: dry-run create admitted, but the API server warned" "$log.warnings"
-    else
-      pass "$s: the $when's $n hooks pass a server-side dry-run create ($(sed -n 's/ created (server dry run)$//p' "$log" | paste -sd' ' -))"
-    fi
+    unwarned "$log" "$s: hooks of the $when: dry-run create admitted, but the API server warned" \
+      "$s: the $when's $n hooks pass a server-side dry-run create ($(sed -n 's/ created (server dry run)$//p' "$log" | paste -sd' ' -))"
   else
     fail "$s: hooks of the $when: server-side dry-run create failed" "$log"
   fi
@@ -398,11 +396,8 @@ for s in "${SETS[@]}"; do
   done <<<"$secrets"
   log=$(newlog install)
   if helm install plantstore "$CHART" -n "$ns" -f "$vf" --no-hooks --timeout 120s >"$log" 2>&1; then
-    if api_warnings "$log"; then
-      fail "helm install -f ci/$s-values.yaml into $ns: installed, but the API server warned" "$log.warnings"
-    else
-      pass "helm install -f ci/$s-values.yaml into $ns ($(helm get manifest plantstore -n "$ns" | grep -c '^kind:') objects)"
-    fi
+    unwarned "$log" "helm install -f ci/$s-values.yaml into $ns: installed, but the API server warned" \
+      "helm install -f ci/$s-values.yaml into $ns ($(helm get manifest plantstore -n "$ns" | grep -c '^kind:') objects)"
     hooks_check "$s" "$ns" install
     # A generated Secret (tokens, Redis password) must survive an upgrade.
     snap() { "${KC[@]}" get secrets -n "$ns" --field-selector type!=helm.sh/release.v1 -o go-template='{{range .items}}{{.metadata.name}} {{range $k, $v := .data}}{{$k}}={{$v}} {{end}}{{"\n"}}{{end}}'; }
@@ -432,8 +427,7 @@ apply_check() {
   local name=$1 dir=$2 log; shift 2
   log=$(newlog apply)
   if "${KC[@]}" apply -k "$dir" "$@" >"$log" 2>&1; then
-    if api_warnings "$log"; then fail "$name: applied, but the API server warned" "$log.warnings"
-    else pass "$name ($(grep -c . "$log") objects)"; fi
+    unwarned "$log" "$name: applied, but the API server warned" "$name ($(grep -c . "$log") objects)"
   else
     fail "$name" "$log"
   fi
