@@ -432,10 +432,9 @@ node_net() {
   in_node "$ZONE" ip addr add "$DNS_IP/32" dev lo
   in_node "$ZONE" ip route add "$SVC_CIDR" dev lo
   in_node "$ZONE" sysctl -qw net.ipv4.ip_forward=1
-  # The bridge's traffic through iptables, so that a pod reaching a Service
-  # backed by a pod on the same bridge is un-NATed on the way back, and so
-  # that pod-to-pod traffic switched by the bridge meets kube-router's
-  # NetworkPolicy chains (the setting is the namespace's own).
+  # The bridge's traffic through iptables (the namespace's own setting), so
+  # that a Service's reply from a pod on the same bridge is un-NATed, and
+  # pod-to-pod traffic on the bridge meets kube-router's NetworkPolicy chains.
   in_node "$ZONE" ip link add cni0 type bridge
   in_node "$ZONE" sysctl -qw net.bridge.bridge-nf-call-iptables=1
   in_node "$ZONE" ip link del cni0
@@ -447,9 +446,9 @@ node_net() {
   done
 }
 
-# node_start N: node N's containerd (its own root, state and socket; pulls
-# only from the cluster's registry), the images, its kubelet (labelled with
-# its zone), kube-proxy and kube-router. Also what boots a killed node again.
+# node_start N: node N's containerd (pulling only from the cluster's
+# registry), images, kubelet, kube-proxy, CoreDNS and kube-router; also what
+# boots a killed node again.
 node_start() {
   local i=$1 c
   node_vars "$i"
@@ -504,15 +503,14 @@ node_start() {
 # end on the fabric down. Its Node object and pods stay, as the control
 # plane sees them, until the node controller marks it NotReady and evicts.
 node_kill() {
-  local i z pid name
+  local i pid name
   i=$(node_index "$1")
   node_vars "$i"
-  z=$ZONE
   ip -n "$NS" link set "veth-$ZONE" down
   while read -r pid name; do
-    [[ $name == *-"$z" ]] && kill -9 "$pid" 2>/dev/null
+    [[ $name == *-"$ZONE" ]] && kill -9 "$pid" 2>/dev/null
   done <"$DIR/pids"
-  grep -v -- "-$z\$" "$DIR/pids" >"$DIR/pids.new" || true
+  grep -v -- "-$ZONE\$" "$DIR/pids" >"$DIR/pids.new" || true
   mv "$DIR/pids.new" "$DIR/pids"
   kill_containers "$NODE_DIR/containerd/containerd.sock" "$CGROUP_ROOT"
   rm -f "$NODE_DIR/started"
@@ -534,10 +532,9 @@ node_boot() {
   say "node $NODE_NAME booted and Ready"
 }
 
-# kill_containers SOCK CGROUP_ROOT: containerd's shims outlive it: only those
-# serving the containerd at SOCK (their command line is
-# "containerd-shim-runc-v2 -namespace k8s.io -id ID -address SOCK"), then
-# whatever still runs in the pods' cgroups under CGROUP_ROOT.
+# kill_containers SOCK CGROUP_ROOT: containerd's shims outlive it: those
+# serving the containerd at SOCK ("... -address SOCK" on their command
+# line), then whatever still runs in the pods' cgroups under CGROUP_ROOT.
 kill_containers() {
   local sock=$1 root=$2 pid procs
   for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $sock( |$)" || true); do
@@ -662,9 +659,7 @@ down() {
 # mangle chain drops what leaves its link for the other side's nodes and pod
 # subnets and the control plane (after DNAT: a Service's ClusterIP is cut as
 # its endpoints are), and, unless --one-way, what arrives from them. The
-# kubelet stops reaching the API server, so the node controller marks the
-# node NotReady after its grace period and its pods' endpoints go, as in a
-# real cluster; kubectl exec and logs of its pods wait for the heal.
+# node goes NotReady and its pods' endpoints go, as in a real cluster.
 partition() {
   local oneway=0 cut=() others=() z i j addr
   [[ ${1:-} == --one-way ]] && { oneway=1; shift; }
