@@ -1,13 +1,9 @@
 #!/usr/bin/env bash
-# Verifies the OCI archive that tools/image/build.sh wrote (or the one given as
-# $1 or $OUT) without a daemon: the archive, the image config, the unpacked
-# root filesystem, and the binary run from it as 65532:65532 (docs/image.md
-# lists each check).
-#
-# EXPECT_VERSION / EXPECT_REVISION, when set, must match the image's labels
-# and the binary's --version. Needs root (chroot, ownership); installs jq, file
-# and curl from Debian's packages when missing; uses go (build info) and
-# skopeo (a second reader of the archive) when present.
+# Verifies the OCI archive that tools/image/build.sh wrote (or $1, or $OUT)
+# without a daemon, as docs/image.md lists. EXPECT_VERSION / EXPECT_REVISION,
+# when set, must match the image's labels and the binary's --version. Needs
+# root (chroot, ownership); installs jq, file and curl when missing; uses go
+# (build info) and skopeo (a second reader of the archive) when present.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)

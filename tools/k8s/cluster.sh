@@ -8,26 +8,21 @@
 # `init phase certs` and `init phase kubeconfig`, configuration files and
 # bootstrap manifests from tools/k8s/node/. See docs/validation.md.
 #
-#   tools/k8s/cluster.sh up      build what is missing, start the cluster,
-#                                print how to reach it (KUBECONFIG)
-#   tools/k8s/cluster.sh down    stop it and remove every trace of it
-#   tools/k8s/cluster.sh status  is it up
-#   tools/k8s/cluster.sh import ARCHIVE...  OCI image archives into every node
-#   tools/k8s/cluster.sh images GROUP...  build and import a group's images
-#                                (images.sh) unless the nodes have them
-#   tools/k8s/cluster.sh late-tools  the tools those groups and the Flux and
-#                                skaffold scenarios need, in the order they do
-#   tools/k8s/cluster.sh nodes   name, zone, network namespace and containerd
-#                                socket of each node
-#   tools/k8s/cluster.sh node-kill NODE   a power cut: every process and
-#                                container of the node stops, its link goes down
-#   tools/k8s/cluster.sh node-start NODE  a killed node boots again
-#   tools/k8s/cluster.sh partition [--one-way] ZONE... [-- ZONE...]
-#                                the named zones' nodes cut off from the other
-#                                zones' (after --: from those only) and from
-#                                the control plane; --one-way: only what the
-#                                named zones send
-#   tools/k8s/cluster.sh heal    every partition gone
+#   tools/k8s/cluster.sh up | down | status    start (building what is
+#       missing, printing the KUBECONFIG), stop leaving no trace, is it up
+#   tools/k8s/cluster.sh import ARCHIVE...     OCI image archives into every node
+#   tools/k8s/cluster.sh images GROUP...       build and import a group's
+#       images (images.sh) unless the nodes have them
+#   tools/k8s/cluster.sh late-tools            the tools those groups and the
+#       Flux and skaffold scenarios need, in the order they do
+#   tools/k8s/cluster.sh nodes                 name, zone, network namespace
+#       and containerd socket of each node
+#   tools/k8s/cluster.sh node-kill | node-start NODE    a power cut (every
+#       process and container stops, the link goes down); its boot
+#   tools/k8s/cluster.sh partition [--one-way] ZONE... [-- ZONE...] | heal
+#       the named zones' nodes cut off from the other zones' (after --: from
+#       those only) and the control plane (--one-way: only what they send);
+#       every partition gone
 #
 # The control plane (etcd, API server, controller manager, scheduler,
 # metrics-server, registry) runs in a network namespace of its own

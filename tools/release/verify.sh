@@ -1,16 +1,10 @@
 #!/usr/bin/env bash
-# Verifies a published release as a user would before installing it
-# (docs/release.md), with cosign only:
-#
-#   tools/release/verify.sh REGISTRY VERSION
-#
-#   1. the image REGISTRY/plantstore:VERSION: its tag resolves to a signed
-#      image index (cosign verify);
-#   2. that index has a signed CycloneDX SBOM for every platform it holds
-#      and a signed SLSA v1 provenance whose subject is the index and whose
-#      version and revision match the image's annotations;
-#   3. the chart REGISTRY/charts/plantstore:VERSION is signed, and pins
-#      exactly the verified image digest.
+# tools/release/verify.sh REGISTRY VERSION: verifies a published release as
+# a user would before installing it (docs/release.md), with cosign only: the
+# tag REGISTRY/plantstore:VERSION resolves to a signed image index, with a
+# signed CycloneDX SBOM for each of its platforms and a signed SLSA v1
+# provenance of it matching its annotations; the chart
+# REGISTRY/charts/plantstore:VERSION is signed and pins that index.
 #
 # Key mode (default): COSIGN_PUB (default bin/release/cosign.pub). Keyless:
 # CERT_IDENTITY_REGEXP and CERT_OIDC_ISSUER (the release workflow's identity,
