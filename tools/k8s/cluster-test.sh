@@ -214,6 +214,8 @@ LOCAL_IMAGES=(--set "redis.image.repository=plantstore.test/redis" --set-string 
 # namespace alone: a scenario that reads /metrics through the API server's
 # pod proxy adds the API server's address, as the chart README says.
 APISERVER_METRICS=(--set-json "networkPolicy.metrics.cidrs=[\"$(kubectl get endpoints kubernetes -n default -o jsonpath='{.subsets[0].addresses[0].ip}')/32\"]")
+# APP_IMAGE: the helm flags of this run's plantstore image and the nodes' others.
+APP_IMAGE=(--set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}")
 CHART=$REPO/charts/plantstore
 NS=plantstore
 REL=plantstore
@@ -230,8 +232,12 @@ SECURE='securityContext: {runAsNonRoot: true, runAsUser: 65532, runAsGroup: 6553
 
 # client NS NAME SCRIPT [SECRET]: run SCRIPT in a pod of the client image
 # (with SECRET's tokens at /etc/tokens/tokens) and print its log.
-client() {
-  local ns=$1 name=$2 script=$3 secret=${4:-}
+# client_start NS NAME SCRIPT [SECRET] [LABELS]: only start it (LABELS, a
+# YAML map, in place of its label); client_log NS NAME: wait for it to end,
+# print its log and delete it.
+client() { client_start "$@"; client_log "$1" "$2"; }
+client_start() {
+  local ns=$1 name=$2 script=$3 secret=${4:-} labels=${5:-'{app.kubernetes.io/name: scenario-client}'}
   local vol="volumes: [{name: tmp, emptyDir: {sizeLimit: 1Mi}}" mount="volumeMounts: [{name: tmp, mountPath: /tmp}"
   if [[ -n $secret ]]; then
     vol+=", {name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}"
@@ -241,7 +247,7 @@ client() {
   kubectl apply -n "$ns" -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
-metadata: {name: $name, labels: {app.kubernetes.io/name: scenario-client}}
+metadata: {name: $name, labels: $labels}
 spec:
   restartPolicy: Never
   automountServiceAccountToken: false
@@ -254,9 +260,11 @@ spec:
       $mount
   $vol
 EOF
-  kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Succeeded "pod/$name" --timeout=120s >/dev/null 2>&1 || true
-  kubectl logs -n "$ns" "$name"
-  kubectl delete -n "$ns" pod "$name" --wait=false >/dev/null
+}
+client_log() {
+  kubectl wait -n "$1" --for=jsonpath='{.status.phase}'=Succeeded "pod/$2" --timeout=120s >/dev/null 2>&1 || true
+  kubectl logs -n "$1" "$2"
+  kubectl delete -n "$1" pod "$2" --wait=false >/dev/null
 }
 
 # load_start NS NAME SECONDS [SERVICE_URL] [SECRET]: the open-loop create load
@@ -386,6 +394,91 @@ load_verdict() {
   fi
   jq -c '{ErrorSamples, AnswerSamples, Lost: (.Lost[:5]), Unverifiable, NoRetryAfter}' <<<"$s"
   return 1
+}
+
+# logged NAME WHAT CMD...: run CMD, its output into logs/NAME.log; when it
+# fails, FAIL WHAT and the log's last 20 lines. Returns CMD's status (a
+# caller that goes on either way adds `|| true`).
+logged() {
+  local log=$CLUSTER_DIR/logs/$1.log what=$2 rc=0
+  shift 2
+  "$@" >"$log" 2>&1 || rc=$?
+  ((rc == 0)) || { fail "$what"; tail -n 20 "$log"; }
+  return "$rc"
+}
+
+# port_forward NS TARGET PORT NAME: kubectl port-forward from a free port of
+# the host to TARGET's PORT, its log logs/NAME-port-forward.log; sets PF_PID
+# and, once it forwards (10 s at most), PF_URL (http://127.0.0.1:PORT).
+port_forward() {
+  local log=$CLUSTER_DIR/logs/$4-port-forward.log
+  kubectl port-forward -n "$1" "$2" ":$3" >"$log" 2>&1 &
+  PF_PID=$!
+  for _ in $(seq 50); do grep -q 'Forwarding from 127.0.0.1:' "$log" && break; sleep 0.2; done
+  PF_URL=http://127.0.0.1:$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\).*/\1/p' "$log" | head -n 1)
+}
+
+# secret_digest NS NAME KEY: a digest of a Secret's value (empty when missing).
+secret_digest() {
+  local v
+  v=$(kubectl get secret -n "$1" "$2" -o jsonpath="{.data.${3//./\\.}}" 2>/dev/null)
+  [[ -z $v ]] || sha256sum <<<"$v" | cut -c1-12
+}
+
+# The processes some scenarios run on the node, in the cluster's network
+# namespace (pods could neither pull their images nor reach the node's
+# registry on its loopback address): 07-admission.sh's policy-controller,
+# 15-flux.sh's controllers.
+# K8S_CACHE: the cluster's tools cache (tools/k8s/build.sh's K8S_TOOLS_CACHE).
+K8S_CACHE=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s}
+# NODE_API: the API server as the node's own components reach it.
+NODE_API=$(kubectl config view --kubeconfig "$CLUSTER_DIR/pki/kubeconfig" -o jsonpath='{.clusters[0].cluster.server}')
+# mod_version DIR MODULE: the version of MODULE the Go module in DIR
+# requires. mod_dir DIR MODULE[@VERSION]: its source in the module cache,
+# fetched through the module proxy when missing (go mod download, not go
+# list -m -f {{.Dir}}: the tools may come from the tools cache while this
+# module cache never held their sources).
+mod_version() { (cd "$1" && GOWORK=off go list -m -f '{{.Version}}' "$2"); }
+mod_dir() { (cd "$1" && GOWORK=off go mod download -json "$2" | jq -r .Dir); }
+# node_tools LOG TOOL...: build the tools (or find them in the tools cache)
+# with tools/k8s/build.sh, its output into LOG; prints their directory.
+node_tools() { K8S_TOOLS_CACHE=$K8S_CACHE "$TOOLS_MOD/build.sh" "${@:2}" 2>"$1" | tail -n 1; }
+# node_kubeconfig FILE USER NS ACCOUNT: a kubeconfig for a node process, as
+# USER with a token of ServiceAccount NS/ACCOUNT (TokenRequest API, 24 h).
+node_kubeconfig() {
+  local token
+  token=$(kubectl create token "$4" -n "$3" --duration=24h)
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: node, cluster: {server: "$NODE_API", certificate-authority: "$CLUSTER_DIR/pki/ca.crt"}}]
+users: [{name: $2, user: {token: "$token"}}]
+contexts: [{name: $2, context: {cluster: node, user: $2}}]
+current-context: $2
+EOF
+  chmod 600 "$1"
+}
+# node_start NAME LOG [VAR=VALUE...] CMD...: CMD in the background in the
+# cluster's network namespace, without the proxy variables, its output into
+# LOG; recorded in the cluster's pids file under NAME, for teardown to stop
+# it ($! is CMD's own process: nsenter and env exec it). NODE_PID: its pid.
+node_start() {
+  nsenter --net="/run/netns/$NETNS" env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy "${@:3}" >"$2" 2>&1 &
+  NODE_PID=$!
+  echo "$NODE_PID $1" >>"$CLUSTER_DIR/pids"
+}
+# node_stop NAME...: the node processes recorded under those names (this
+# run's, or an earlier run's on a reused cluster) stopped and unrecorded. On
+# a stop signal one drains for a while, keeping its port meanwhile: killed
+# after 10 s.
+node_stop() {
+  local pid i n
+  for pid in $(awk -v names=" $* " 'index(names, " " $2 " ") {print $1}' "$CLUSTER_DIR/pids"); do
+    kill "$pid" 2>/dev/null || continue
+    for ((i = 0; i < 20; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  for n in "$@"; do sed -i "/ $n\$/d" "$CLUSTER_DIR/pids"; done
 }
 
 ms() { date +%s%3N; }

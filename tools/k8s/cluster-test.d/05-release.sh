@@ -48,7 +48,7 @@ release_cache_key() {
     (cd "$REPO" && find tools/release tools/image -type f -print0 | sort -z | xargs -0 sha256sum)
   } | sha256sum | cut -c1-16
 }
-RELEASE_CACHE_ROOT=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s}/releases
+RELEASE_CACHE_ROOT=$K8S_CACHE/releases
 RELEASE_CACHE=$RELEASE_CACHE_ROOT/$(release_cache_key)
 # release_cache_save: the older releases, just pushed, into the cache (the
 # registry holds nothing else yet).
@@ -220,12 +220,9 @@ release_flow() {
 
   stage "$hv: helm install $CHART_OCI --version $from (the kubelet pulls the image from the registry)"
   t=$SECONDS
-  if $helm install "$REL" "$CHART_OCI" --version "$from" --plain-http -n "$ns" "${LOCAL_IMAGES[@]}" --wait --timeout 240s \
-    >"$CLUSTER_DIR/logs/$ns-install.log" 2>&1; then
-    pass "$hv: $from installed from the registry's OCI chart in $((SECONDS - t))s"
-  else
-    fail "$hv: helm install of $from from $CHART_OCI"; tail -n 20 "$CLUSTER_DIR/logs/$ns-install.log"; return
-  fi
+  logged "$ns-install" "$hv: helm install of $from from $CHART_OCI" \
+    $helm install "$REL" "$CHART_OCI" --version "$from" --plain-http -n "$ns" "${LOCAL_IMAGES[@]}" --wait --timeout 240s || return 0
+  pass "$hv: $from installed from the registry's OCI chart in $((SECONDS - t))s"
   runs_release "$ns" "$from" "$hv install"
   local pulled
   pulled=$(kubectl get events -n "$ns" --field-selector reason=Pulled -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' |
@@ -257,8 +254,8 @@ release_flow() {
   sleep 5
   t=$(ms)
   # The install's values (the node's images) come back from the release.
-  $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" --reset-then-reuse-values --wait --timeout 300s \
-    >"$CLUSTER_DIR/logs/$ns-upgrade.log" 2>&1 || { fail "$hv: helm upgrade --reset-then-reuse-values to $NOW"; tail -n 20 "$CLUSTER_DIR/logs/$ns-upgrade.log"; }
+  logged "$ns-upgrade" "$hv: helm upgrade --reset-then-reuse-values to $NOW" \
+    $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" --reset-then-reuse-values --wait --timeout 300s || true
   t2=$(ms)
   # 3 s more of the load past the upgrade, then its check: the bound given
   # the load is for a slow upgrade.
@@ -307,11 +304,8 @@ release_flow() {
   # not hold, so they go first, and the rollback writes them again with the
   # same values (revision 1 holds them).
   kubectl delete secret -n "$ns" "$REL-tokens" "$REL-redis" >/dev/null
-  if $helm rollback "$REL" 1 -n "$ns" --wait --timeout 240s >"$CLUSTER_DIR/logs/$ns-rollback.log" 2>&1; then
-    pass "$hv: helm rollback to revision 1 ($from) in $((SECONDS - t))s"
-  else
-    fail "$hv: helm rollback"; tail -n 20 "$CLUSTER_DIR/logs/$ns-rollback.log"; return
-  fi
+  logged "$ns-rollback" "$hv: helm rollback" $helm rollback "$REL" 1 -n "$ns" --wait --timeout 240s || return 0
+  pass "$hv: helm rollback to revision 1 ($from) in $((SECONDS - t))s"
   runs_release "$ns" "$from" "$hv rollback"
   if [[ $(api_token "$ns") == "$token_before" ]]; then
     pass "$hv: after the rollback the token is the one $from generated"
@@ -321,8 +315,8 @@ release_flow() {
   wrote=$(create_plants "$ns" "$((v1_first + 1000))" 50 rb)
   if ((wrote == 50)); then pass "$hv: 50 plants written through $from after the rollback"; else fail "$hv: $wrote of 50 creates after the rollback answered 200"; fi
   t=$SECONDS
-  $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" "${LOCAL_IMAGES[@]}" --wait --timeout 300s \
-    >"$CLUSTER_DIR/logs/$ns-upgrade2.log" 2>&1 || { fail "$hv: the second upgrade to $NOW"; tail -n 20 "$CLUSTER_DIR/logs/$ns-upgrade2.log"; }
+  logged "$ns-upgrade2" "$hv: the second upgrade to $NOW" \
+    $helm upgrade "$REL" "$CHART_OCI" --version "$NOW" --plain-http -n "$ns" "${LOCAL_IMAGES[@]}" --wait --timeout 300s || true
   local first second
   first=$(check_plants "$ns" "$v1_first" 200 v1)
   second=$(check_plants "$ns" "$((v1_first + 1000))" 50 rb)

@@ -31,37 +31,27 @@ ADM_DIR=$CLUSTER_DIR/policy-controller
 ADM_RELDIR=$CLUSTER_DIR/release
 ADM_VERSION=$(cat "$REPO/VERSION")
 ADM_REGISTRY=${RELEASE_REGISTRY:-$(cat "$CLUSTER_DIR/registry-address")/plantstore}
-# The API server and the node's address as the node's own components see them.
-ADM_API=$(kubectl config view --kubeconfig "$CLUSTER_DIR/pki/kubeconfig" -o jsonpath='{.clusters[0].cluster.server}')
-ADM_NODE_IP=${ADM_API#https://} ADM_NODE_IP=${ADM_NODE_IP%:*}
+# The node's address as its own components see it.
+ADM_NODE_IP=${NODE_API#https://} ADM_NODE_IP=${ADM_NODE_IP%:*}
 ADM_DIGEST=
 [[ $(declare -p RELEASED_DIGEST 2>/dev/null) != 'declare -A'* ]] || ADM_DIGEST=${RELEASED_DIGEST[$ADM_VERSION]:-}
 [[ -n $ADM_DIGEST || ! -f $ADM_RELDIR/$ADM_VERSION/release.json ]] || ADM_DIGEST=$(jq -r .image.digest "$ADM_RELDIR/$ADM_VERSION/release.json")
 
 adm_run() {
-  local mod=$TOOLS_MOD/policy-controller pc_version config bin t token i
+  local mod=$TOOLS_MOD/policy-controller pc_version config bin t i
   if [[ -z $ADM_DIGEST || ! -f $ADM_RELDIR/cosign.pub ]]; then
     fail "admission: no release of $ADM_VERSION in $ADM_RELDIR (05-release.sh runs first)"; return
   fi
-  # go mod download, not go list -m: the binary may come from the tools
-  # cache while this module cache has never held the module's source.
-  pc_version=$(cd "$mod" && GOWORK=off go list -m -f '{{.Version}}' github.com/sigstore/policy-controller)
-  config=$(cd "$mod" && GOWORK=off go mod download -json "github.com/sigstore/policy-controller@$pc_version" | jq -r .Dir)/config
+  pc_version=$(mod_version "$mod" github.com/sigstore/policy-controller)
+  config=$(mod_dir "$mod" "github.com/sigstore/policy-controller@$pc_version")/config
   [[ -d $config ]] || { fail "admission: policy-controller's config directory ($config) not downloaded"; return; }
   t=$SECONDS
-  bin=$(K8S_TOOLS_CACHE=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s} "$TOOLS_MOD/build.sh" policy-controller 2>"$CLUSTER_DIR/logs/policy-controller-build.log" | tail -n 1)/policy-controller
+  bin=$(node_tools "$CLUSTER_DIR/logs/policy-controller-build.log" policy-controller)/policy-controller
   [[ -x $bin ]] || { fail "admission: building policy-controller"; tail -n 20 "$CLUSTER_DIR/logs/policy-controller-build.log"; return; }
   echo "policy-controller $pc_version: $bin (built or found in $((SECONDS - t))s)"
 
   # A run on a reused cluster: the webhook of an earlier run goes first.
-  # (On a stop signal it drains for a while and keeps its port meanwhile.)
-  local old
-  for old in $(awk '$2 == "policy-controller" {print $1}' "$CLUSTER_DIR/pids"); do
-    kill "$old" 2>/dev/null || continue
-    for ((i = 0; i < 20; i++)); do kill -0 "$old" 2>/dev/null || break; sleep 0.5; done
-    kill -9 "$old" 2>/dev/null || true
-  done
-  sed -i '/ policy-controller$/d' "$CLUSTER_DIR/pids"
+  node_stop policy-controller
   kubectl delete namespace "$ADM_NS" --ignore-not-found --timeout=120s >/dev/null
 
   # The module's own installation, less the Deployment (pods cannot pull its
@@ -84,34 +74,20 @@ metadata: {name: webhook, namespace: $ADM_SYSNS}
 subsets: [{addresses: [{ip: "$ADM_NODE_IP"}], ports: [{name: https, port: 8443}]}]
 EOF
 
-  # Its identity: the ServiceAccount and RBAC of its config/, through a
-  # token of the TokenRequest API.
+  # Its identity: the ServiceAccount and RBAC of its config/.
   mkdir -p "$ADM_DIR"
-  token=$(kubectl create token webhook -n "$ADM_SYSNS" --duration=24h)
-  cat >"$ADM_DIR/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: node, cluster: {server: "$ADM_API", certificate-authority: "$CLUSTER_DIR/pki/ca.crt"}}]
-users: [{name: webhook, user: {token: "$token"}}]
-contexts: [{name: webhook, context: {cluster: node, user: webhook}}]
-current-context: webhook
-EOF
-  chmod 600 "$ADM_DIR/kubeconfig"
+  node_kubeconfig "$ADM_DIR/kubeconfig" webhook "$ADM_SYSNS" webhook
 
-  # On the node, in the cluster's network namespace (not in a function of
-  # its own: $! must be the process, for teardown to stop it), with the
-  # environment of the module's config/webhook.yaml. TUF is off (no
-  # network; the policy's authority is a key). The kubeconfig goes by
-  # KUBECONFIG: its main parses the command line before knative registers
-  # --kubeconfig, so that flag would be refused.
+  # On the node, with the environment of the module's config/webhook.yaml.
+  # TUF is off (no network; the policy's authority is a key). The
+  # kubeconfig goes by KUBECONFIG: its main parses the command line before
+  # knative registers --kubeconfig, so that flag would be refused.
   t=$SECONDS
-  nsenter --net="/run/netns/$NETNS" env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy \
+  node_start policy-controller "$CLUSTER_DIR/logs/policy-controller.log" \
     KUBECONFIG="$ADM_DIR/kubeconfig" SYSTEM_NAMESPACE="$ADM_SYSNS" CONFIG_LOGGING_NAME=config-logging \
     METRICS_DOMAIN=sigstore.dev/policy WEBHOOK_NAME=webhook KUBERNETES_MIN_VERSION=1.21.0 HOME="$ADM_DIR" \
-    "$bin" --disable-tuf \
-    >"$CLUSTER_DIR/logs/policy-controller.log" 2>&1 &
-  echo "$! policy-controller" >>"$CLUSTER_DIR/pids"
-  local pid=$!
+    "$bin" --disable-tuf
+  local pid=$NODE_PID
   # Ready when it answers the kubelet's probe (as in its Deployment), has
   # put its CA and rules into the webhook configurations, and the API server
   # reaches it: the ClusterImagePolicy below is itself validated by it

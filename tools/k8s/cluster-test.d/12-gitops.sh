@@ -22,15 +22,13 @@
 # Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 GITOPS_NS=gitops
-GITOPS_VALUES=(--set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}")
+GITOPS_VALUES=("${APP_IMAGE[@]}")
 
-# gitops_secret NS NAME KEY: a Secret's value, base64 as stored.
-gitops_secret() { kubectl get secret -n "$1" "$2" -o jsonpath="{.data.${3//./\\.}}" 2>/dev/null; }
 # gitops_state NS: what a sync that changes nothing must leave alone: the
 # token, the Redis password, the pods (UIDs) and the workloads' generations.
 gitops_state() {
-  echo "token=$(gitops_secret "$1" "$REL-tokens" tokens | sha256sum | cut -c1-12)"
-  echo "password=$(gitops_secret "$1" "$REL-redis" redis-password | sha256sum | cut -c1-12)"
+  echo "token=$(secret_digest "$1" "$REL-tokens" tokens)"
+  echo "password=$(secret_digest "$1" "$REL-redis" redis-password)"
   kubectl get pods -n "$1" -l "app.kubernetes.io/instance=$REL,app.kubernetes.io/component in (api,redis)" -o jsonpath='{range .items[*]}pod={.metadata.name}/{.metadata.uid}{"\n"}{end}' | sort
   kubectl get deployment,statefulset -n "$1" -o jsonpath='{range .items[*]}{.kind}={.metadata.name}/generation={.metadata.generation}{"\n"}{end}' | sort
 }

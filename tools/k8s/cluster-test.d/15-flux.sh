@@ -22,21 +22,13 @@ FLUX_MOD=$TOOLS_MOD/flux
 FLUX_DIR=$CLUSTER_DIR/flux
 FLUX_NS=flux-app
 FLUX_REGISTRY=$(cat "$CLUSTER_DIR/registry-address")
-# The API server as the node's own components reach it.
-FLUX_API=$(kubectl config view --kubeconfig "$CLUSTER_DIR/pki/kubeconfig" -o jsonpath='{.clusters[0].cluster.server}')
 # Loopback ports in the cluster's namespace: source-controller's artifact
 # server (which helm-controller fetches the chart from), then each
 # controller's metrics and health endpoints (their defaults, :8080 and
 # :9440 on every address, are taken or too public on the node).
 FLUX_STORAGE=127.0.0.1:18790
 
-# flux_secret NS NAME KEY: a digest of a Secret's value (empty when missing).
-flux_secret() {
-  local v
-  v=$(kubectl get secret -n "$1" "$2" -o jsonpath="{.data.${3//./\\.}}" 2>/dev/null)
-  [[ -z $v ]] || sha256sum <<<"$v" | cut -c1-12
-}
-flux_secrets() { echo "token=$(flux_secret "$FLUX_NS" "$REL-tokens" tokens) password=$(flux_secret "$FLUX_NS" "$REL-redis" redis-password)"; }
+flux_secrets() { echo "token=$(secret_digest "$FLUX_NS" "$REL-tokens" tokens) password=$(secret_digest "$FLUX_NS" "$REL-redis" redis-password)"; }
 # flux_pods: every pod of the release with its UID and restarts.
 flux_pods() {
   kubectl get pods -n "$FLUX_NS" -l app.kubernetes.io/instance="$REL" \
@@ -64,30 +56,19 @@ flux_why() {
   grep -hE '"level":"error"' "$CLUSTER_DIR/logs/helm-controller.log" "$CLUSTER_DIR/logs/source-controller.log" 2>/dev/null | tail -n 3 | cut -c1-400
 }
 # flux_stop: the controllers of this scenario (or of an earlier run on a
-# reused cluster), by their recorded PIDs.
-flux_stop() {
-  local pid i
-  for pid in $(awk '$2 == "source-controller" || $2 == "helm-controller" {print $1}' "$CLUSTER_DIR/pids"); do
-    kill "$pid" 2>/dev/null || continue
-    for ((i = 0; i < 20; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    kill -9 "$pid" 2>/dev/null || true
-  done
-  sed -i -e '/ source-controller$/d' -e '/ helm-controller$/d' "$CLUSTER_DIR/pids"
-}
+# reused cluster).
+flux_stop() { node_stop source-controller helm-controller; }
 
 flux_run() {
   local t bin sc_version hc_version sc_dir hc_dir c version
   stage "Flux: source-controller and helm-controller from their modules, on the node"
-  sc_version=$(cd "$FLUX_MOD" && GOWORK=off go list -m -f '{{.Version}}' github.com/fluxcd/source-controller)
-  hc_version=$(cd "$FLUX_MOD" && GOWORK=off go list -m -f '{{.Version}}' github.com/fluxcd/helm-controller)
-  # go mod download, not go list -m -f {{.Dir}}: the binaries may come from
-  # the tools cache while this module cache never held the sources.
-  sc_dir=$(cd "$FLUX_MOD" && GOWORK=off go mod download -json "github.com/fluxcd/source-controller@$sc_version" | jq -r .Dir)
-  hc_dir=$(cd "$FLUX_MOD" && GOWORK=off go mod download -json "github.com/fluxcd/helm-controller@$hc_version" | jq -r .Dir)
+  sc_version=$(mod_version "$FLUX_MOD" github.com/fluxcd/source-controller)
+  hc_version=$(mod_version "$FLUX_MOD" github.com/fluxcd/helm-controller)
+  sc_dir=$(mod_dir "$FLUX_MOD" "github.com/fluxcd/source-controller@$sc_version")
+  hc_dir=$(mod_dir "$FLUX_MOD" "github.com/fluxcd/helm-controller@$hc_version")
   [[ -d $sc_dir/config/crd/bases && -d $hc_dir/config/crd/bases ]] || { fail "flux: the controllers' config/ not downloaded ($sc_dir, $hc_dir)"; return; }
   t=$SECONDS
-  bin=$(K8S_TOOLS_CACHE=${CLUSTER_CACHE:-${XDG_CACHE_HOME:-/tmp}/plantstore-k8s} "$TOOLS_MOD/build.sh" source-controller helm-controller \
-    2>"$CLUSTER_DIR/logs/flux-build.log" | tail -n 1)
+  bin=$(node_tools "$CLUSTER_DIR/logs/flux-build.log" source-controller helm-controller)
   [[ -x $bin/source-controller && -x $bin/helm-controller ]] || { fail "flux: building the controllers"; tail -n 20 "$CLUSTER_DIR/logs/flux-build.log"; return; }
   echo "source-controller $sc_version, helm-controller $hc_version: $bin (built or found in $((SECONDS - t))s)"
 
@@ -110,42 +91,27 @@ flux_run() {
   done
   kubectl wait --for=condition=Established crd/ocirepositories.source.toolkit.fluxcd.io crd/helmreleases.helm.toolkit.fluxcd.io --timeout=60s >/dev/null
 
-  # Each controller's identity: its namespace's default ServiceAccount,
-  # through a token of the TokenRequest API.
-  local name token
+  # Each controller's identity: its namespace's default ServiceAccount.
+  local name
   for name in source helm; do
-    token=$(kubectl create token default -n "$name-system" --duration=24h)
     mkdir -p "$FLUX_DIR/$name/home/tmp" "$FLUX_DIR/$name/data"
-    cat >"$FLUX_DIR/$name/kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters: [{name: node, cluster: {server: "$FLUX_API", certificate-authority: "$CLUSTER_DIR/pki/ca.crt"}}]
-users: [{name: $name-controller, user: {token: "$token"}}]
-contexts: [{name: $name-controller, context: {cluster: node, user: $name-controller}}]
-current-context: $name-controller
-EOF
-    chmod 600 "$FLUX_DIR/$name/kubeconfig"
+    node_kubeconfig "$FLUX_DIR/$name/kubeconfig" "$name-controller" "$name-system" default
   done
   # The arguments of the modules' config/manager Deployments, less leader
-  # election (one replica) and with loopback addresses; not in a function of
-  # their own: $! must be the process, for teardown to stop it.
-  nsenter --net="/run/netns/$NETNS" env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy \
+  # election (one replica) and with loopback addresses.
+  node_start source-controller "$CLUSTER_DIR/logs/source-controller.log" \
     KUBECONFIG="$FLUX_DIR/source/kubeconfig" RUNTIME_NAMESPACE=source-system HOME="$FLUX_DIR/source/home" \
     TMPDIR="$FLUX_DIR/source/home/tmp" TUF_ROOT="$FLUX_DIR/source/home/tmp/.sigstore" \
     "$bin/source-controller" --watch-all-namespaces --log-level=info --log-encoding=json \
     --storage-path="$FLUX_DIR/source/data" --storage-addr="$FLUX_STORAGE" --storage-adv-addr="$FLUX_STORAGE" \
-    --metrics-addr=127.0.0.1:18791 --health-addr=127.0.0.1:18792 \
-    >"$CLUSTER_DIR/logs/source-controller.log" 2>&1 &
-  echo "$! source-controller" >>"$CLUSTER_DIR/pids"
-  local sc_pid=$!
-  nsenter --net="/run/netns/$NETNS" env -u HTTP_PROXY -u HTTPS_PROXY -u http_proxy -u https_proxy \
+    --metrics-addr=127.0.0.1:18791 --health-addr=127.0.0.1:18792
+  local sc_pid=$NODE_PID
+  node_start helm-controller "$CLUSTER_DIR/logs/helm-controller.log" \
     KUBECONFIG="$FLUX_DIR/helm/kubeconfig" RUNTIME_NAMESPACE=helm-system HOME="$FLUX_DIR/helm/home" \
     TMPDIR="$FLUX_DIR/helm/home/tmp" \
     "$bin/helm-controller" --watch-all-namespaces --log-level=info --log-encoding=json \
-    --metrics-addr=127.0.0.1:18793 --health-addr=127.0.0.1:18794 \
-    >"$CLUSTER_DIR/logs/helm-controller.log" 2>&1 &
-  echo "$! helm-controller" >>"$CLUSTER_DIR/pids"
-  local hc_pid=$!
+    --metrics-addr=127.0.0.1:18793 --health-addr=127.0.0.1:18794
+  local hc_pid=$NODE_PID
   local up=0 i
   for ((i = 0; i < 240; i++)); do
     if nsenter --net="/run/netns/$NETNS" curl -sf -o /dev/null http://127.0.0.1:18792/readyz &&

@@ -25,8 +25,7 @@ for v in values-dev.yaml ci/full-values.yaml; do
   restricted_ns "$ns"
   (
     t=$SECONDS
-    helm install "${values_rel[$v]}" "$CHART" -n "$ns" -f "$CHART/$v" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" \
-      "${LOCAL_IMAGES[@]}" --wait --timeout 240s >"$CLUSTER_DIR/logs/install-$ns.log" 2>&1
+    helm install "${values_rel[$v]}" "$CHART" -n "$ns" -f "$CHART/$v" "${APP_IMAGE[@]}" --wait --timeout 240s >"$CLUSTER_DIR/logs/install-$ns.log" 2>&1
     rc=$?
     echo $((SECONDS - t)) >"$CLUSTER_DIR/logs/install-$ns.seconds"
     exit $rc

@@ -27,10 +27,10 @@ GW_APP=gateway-app
 stage "a Gateway (Traefik, HTTPS listener) and the chart's HTTPRoute attached to it"
 observability_up
 t=$SECONDS
-if gw_up >"$CLUSTER_DIR/logs/gateway-up.log" 2>&1; then
-  pass "Gateway API $GATEWAY_API_VERSION CRDs (Standard channel), Traefik $(cd "$TOOLS_MOD/traefik" && go list -m -f '{{.Version}}' github.com/traefik/traefik/v3) on $(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik -o jsonpath='{range .items[*]}{.spec.nodeName} {end}'), Gateway $GW_NS/shared Programmed in $((SECONDS - t))s"
+if logged gateway-up "the Gateway" gw_up; then
+  pass "Gateway API $GATEWAY_API_VERSION CRDs (Standard channel), Traefik $(mod_version "$TOOLS_MOD/traefik" github.com/traefik/traefik/v3) on $(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik -o jsonpath='{range .items[*]}{.spec.nodeName} {end}'), Gateway $GW_NS/shared Programmed in $((SECONDS - t))s"
 else
-  fail "the Gateway"; tail -n 20 "$CLUSTER_DIR/logs/gateway-up.log"; kubectl get pods -n "$GW_NS" -o wide
+  kubectl get pods -n "$GW_NS" -o wide
   kubectl logs -n "$GW_NS" deployment/traefik --tail=30 || true
 fi
 restricted_ns "$GW_APP"
@@ -44,12 +44,9 @@ auth:
 otel: {endpoint: "http://otel-collector.observability:4318"}
 EOF
 t=$SECONDS
-if helm install "$REL" "$CHART" -n "$GW_APP" -f "$CLUSTER_DIR/gateway-route-values.yaml" -f "$CLUSTER_DIR/gateway-values.yaml" \
-  --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" --wait --timeout 180s \
-  >"$CLUSTER_DIR/logs/install-gateway.log" 2>&1; then
+if logged install-gateway "helm install with httpRoute.enabled" helm install "$REL" "$CHART" -n "$GW_APP" \
+  -f "$CLUSTER_DIR/gateway-route-values.yaml" -f "$CLUSTER_DIR/gateway-values.yaml" "${APP_IMAGE[@]}" --wait --timeout 180s; then
   pass "helm install with httpRoute.enabled (parent $GW_NS/shared, listener https, host $GW_HOST): Ready in $((SECONDS - t))s"
-else
-  fail "helm install with httpRoute.enabled"; tail -n 20 "$CLUSTER_DIR/logs/install-gateway.log"
 fi
 conds=''
 for _ in $(seq 60); do conds=$(gw_route_ok "$GW_APP" "$REL") && break; sleep 0.5; done
@@ -184,8 +181,8 @@ gw_access_log_start "$CLUSTER_DIR/logs/traefik-disruption.log"
 LOAD_NODE=$redis_node LOAD_GATEWAY="$GW_IP $GW_HOST gateway-ca" load_start "$GW_APP" load-gateway 60
 sleep 5
 t=$(ms)
-helm upgrade "$REL" "$CHART" -n "$GW_APP" --reuse-values --set-string "podAnnotations.rollout=$t" --wait --timeout 120s \
-  >"$CLUSTER_DIR/logs/upgrade-gateway.log" 2>&1 || { fail "helm upgrade through the Gateway"; tail -n 20 "$CLUSTER_DIR/logs/upgrade-gateway.log"; }
+logged upgrade-gateway "helm upgrade through the Gateway" \
+  helm upgrade "$REL" "$CHART" -n "$GW_APP" --reuse-values --set-string "podAnnotations.rollout=$t" --wait --timeout 120s || true
 rolled_s=$((($(ms) - t) / 1000))
 sleep 3
 # The rollout's pods, the drain's victim among them.

@@ -134,7 +134,7 @@ events_figures() { local s=$1; jq -r '"events_checked=\(.EventsChecked) events_m
 
 stage "ci/sentinel-values.yaml on $(kubectl get nodes --no-headers | wc -l) nodes, installed standalone first: three API pods, NetworkPolicies on"
 restricted_ns "$SN_NS"
-gw_up >"$CLUSTER_DIR/logs/gateway-up-sentinel.log" 2>&1 || { fail "the Gateway"; tail -n 20 "$CLUSTER_DIR/logs/gateway-up-sentinel.log"; }
+logged gateway-up-sentinel "the Gateway" gw_up || true
 gw_attach "$SN_NS" "$CLUSTER_DIR/sentinel-route-values.yaml"
 sn_whsec="whsec_$(head -c 24 /dev/urandom | base64)"
 # Two clients: the load's (the first raw token, which k8s-load takes) and
@@ -152,18 +152,17 @@ networkPolicy:
     - to: [{podSelector: {matchLabels: {app.kubernetes.io/name: webhook-receiver}}}]
       ports: [{port: 8080, protocol: TCP}]
 EOF
-sn_values=(-f "$CHART/ci/sentinel-values.yaml" -f "$CLUSTER_DIR/sentinel-scenario-values.yaml" -f "$CLUSTER_DIR/sentinel-route-values.yaml"
-  --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}")
+sn_values=(-f "$CHART/ci/sentinel-values.yaml" -f "$CLUSTER_DIR/sentinel-scenario-values.yaml" -f "$CLUSTER_DIR/sentinel-route-values.yaml" "${APP_IMAGE[@]}")
 # The set starts as most do: a standalone Redis holding the plants, then
 # one helm upgrade to the Sentinel set under load (reliability.md, "From
 # standalone"). The load and the subscriber run on a node the first Redis
 # pod is not on.
 t=$SECONDS
-if helm install "$REL" "$CHART" -n "$SN_NS" "${sn_values[@]}" --set redis.architecture=standalone --wait --timeout 300s \
-  >"$CLUSTER_DIR/logs/install-standalone.log" 2>&1; then
+if logged install-standalone "helm install, standalone" \
+  helm install "$REL" "$CHART" -n "$SN_NS" "${sn_values[@]}" --set redis.architecture=standalone --wait --timeout 300s; then
   pass "helm install -f ci/sentinel-values.yaml --set redis.architecture=standalone (replicaCount 3, a webhook subscriber): Ready in $((SECONDS - t))s"
 else
-  fail "helm install, standalone"; tail -n 20 "$CLUSTER_DIR/logs/install-standalone.log"; kubectl get pods -n "$SN_NS" -o wide
+  kubectl get pods -n "$SN_NS" -o wide
 fi
 safe=$(subscriber_off "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.nodeName}')")
 
@@ -351,7 +350,7 @@ uids_before=$(kubectl get pods -n "$SN_NS" -l app.kubernetes.io/component=redis 
 pod_logs_start "$SN_NS" app.kubernetes.io/component=redis redis "$CLUSTER_DIR/logs/roll-redis.log"
 LOAD_NODE=$safe LOAD_ARGS="-events-url http://webhook-receiver:8080" load_start "$SN_NS" load-roll 150
 sleep 5
-old_sha=$(kubectl get secret -n "$SN_NS" "$REL-redis" -o jsonpath='{.data.redis-password}' | sha256sum | cut -c1-12)
+old_sha=$(secret_digest "$SN_NS" "$REL-redis" redis-password)
 t_rot=$(ms)
 {
   echo "ns=$SN_NS release=$REL fullname=$REL master=plantstore"
@@ -363,7 +362,7 @@ else
   rotated_ms=-1
   tail -n 10 "$CLUSTER_DIR/logs/rotate-redis-password.log"
 fi
-new_sha=$(kubectl get secret -n "$SN_NS" "$REL-redis" -o jsonpath='{.data.redis-password}' | sha256sum | cut -c1-12)
+new_sha=$(secret_digest "$SN_NS" "$REL-redis" redis-password)
 # Every server and Sentinel now refuses the old password and takes the new one.
 # auth_probe PORT: PONG or the error with the Secret's password (new) and
 # with the container's environment (the old one, from the pod's start).

@@ -38,8 +38,8 @@ source "$TOOLS_MOD/cluster-test.d/lib/observability.sh"
 PROM_NS=monitoring
 APP_NS=prom-app
 PROM_VERSION=v3.5.0
-OP_VERSION=$(cd "$TOOLS_MOD/prometheus-operator" && GOWORK=off go list -m -f '{{.Version}}' github.com/prometheus-operator/prometheus-operator)
-OP_DIR=$(cd "$TOOLS_MOD/prometheus-operator" && GOWORK=off go mod download -json github.com/prometheus-operator/prometheus-operator | jq -r .Dir)
+OP_VERSION=$(mod_version "$TOOLS_MOD/prometheus-operator" github.com/prometheus-operator/prometheus-operator)
+OP_DIR=$(mod_dir "$TOOLS_MOD/prometheus-operator" github.com/prometheus-operator/prometheus-operator)
 PNG=${CLUSTER_DASHBOARD_PNG:-${TMPDIR:-/tmp}/plantstore-dashboard-on-cluster.png}
 prom_t0=$SECONDS
 
@@ -83,8 +83,8 @@ t=$SECONDS
 # classic buckets kept beside the native histograms (the latency SLO reads
 # them); tracing to the Collector as the README says, sampling the chart's
 # default 10%.
-if helm install "$REL" "$CHART" -n "$APP_NS" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" \
-  --set serviceMonitor.enabled=true --set serviceMonitor.labels.release=kube-prometheus-stack \
+if logged "install-$APP_NS" "helm install with serviceMonitor, prometheusRule and otel" \
+  helm install "$REL" "$CHART" -n "$APP_NS" "${APP_IMAGE[@]}" --set serviceMonitor.enabled=true --set serviceMonitor.labels.release=kube-prometheus-stack \
   --set serviceMonitor.scrapeClassicHistograms=true --set serviceMonitor.interval=5s --set serviceMonitor.scrapeTimeout=4s \
   --set prometheusRule.enabled=true --set prometheusRule.labels.release=kube-prometheus-stack \
   --set redis.metrics.enabled=true --set-string redis.maxmemory=$REDIS_MAXMEMORY \
@@ -92,10 +92,8 @@ if helm install "$REL" "$CHART" -n "$APP_NS" --set image.repository="$IMAGE_REPO
   --set otel.endpoint=http://otel-collector.observability:4318 \
   --set-string "auth.tokens[0]=$load_token name=load" --set-string "auth.tokens[1]=$limited_token name=limited rate=1/s burst=1" \
   --set-string "webhooks.subscribers[0]=http://webhook-receiver.$OBS_NS.svc:8080/hooks/plantstore $whsec" --set "webhooks.allowCIDRs={10.96.0.0/16}" \
-  --wait --timeout 240s >"$CLUSTER_DIR/logs/install-$APP_NS.log" 2>&1; then
+  --wait --timeout 240s; then
   pass "plantstore (ServiceMonitor, PrometheusRule, OTLP to otel-collector.observability:4318) Ready in $((SECONDS - t))s"
-else
-  fail "helm install with serviceMonitor, prometheusRule and otel"; tail -n 20 "$CLUSTER_DIR/logs/install-$APP_NS.log"
 fi
 # A replica of the chart's Redis (the chart runs none), for the replication
 # panels: the Redis image the node has; the password from the chart's
@@ -158,10 +156,8 @@ else
 fi
 kubectl get pods -n "$PROM_NS" -o wide
 # The API from the host: a port-forward of the operator's governing Service.
-kubectl port-forward -n "$PROM_NS" svc/prometheus-operated :9090 >"$CLUSTER_DIR/logs/prometheus-port-forward.log" 2>&1 &
-pf_pid=$!
-for _ in $(seq 50); do grep -q 'Forwarding from 127.0.0.1:' "$CLUSTER_DIR/logs/prometheus-port-forward.log" && break; sleep 0.2; done
-PROM=http://127.0.0.1:$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\).*/\1/p' "$CLUSTER_DIR/logs/prometheus-port-forward.log" | head -n 1)
+port_forward "$PROM_NS" svc/prometheus-operated 9090 prometheus
+pf_pid=$PF_PID PROM=$PF_URL
 # pq QUERY: an instant query's result (JSON).
 pq() { { curl -fsS --get --data-urlencode "query=$1" "$PROM/api/v1/query" || echo '{}'; } | jq -c '.data.result // []'; }
 # papi PATH: a GET of the API (JSON; {} when it fails).

@@ -14,37 +14,16 @@ NP_NS=np NP_OTHER=np-other NP_MON=np-monitor
 NP_LABEL=plantstore.test/api-client
 np_redis=$REL-redis
 
-# np_start NS NAME LABELS SCRIPT [SECRET]: a pod of the client image with
-# LABELS (a YAML map) and, with SECRET, its tokens at /etc/tokens/tokens,
-# that runs SCRIPT once np_go lets it. np_go NS NAME: wait until kube-router
-# has programmed the pod (its chains name it; the ipsets of the policies that
-# select it are written in the same sync), then let it run: a pod's first
-# packets may leave before the engine knows it, and a denial seen then would
-# prove nothing. np_log NS NAME: wait for it and print its log.
+# np_start NS NAME LABELS SCRIPT [SECRET]: a client pod (client_start)
+# with LABELS (a YAML map) that runs SCRIPT once np_go lets it. np_go NS
+# NAME: wait until kube-router has programmed the pod (its chains name it;
+# the ipsets of the policies that select it are written in the same sync),
+# then let it run: a pod's first packets may leave before the engine knows
+# it, and a denial seen then would prove nothing. client_log NS NAME: wait
+# for it and print its log.
 np_start() {
-  local ns=$1 name=$2 labels=$3 script=$4 secret=${5:-}
-  local vol="volumes: [{name: tmp, emptyDir: {sizeLimit: 1Mi}}" mount="volumeMounts: [{name: tmp, mountPath: /tmp}"
-  if [[ -n $secret ]]; then
-    vol+=", {name: tokens, secret: {secretName: $secret, items: [{key: tokens, path: tokens}]}}"
-    mount+=", {name: tokens, mountPath: /etc/tokens, readOnly: true}"
-  fi
-  kubectl apply -n "$ns" -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $name, labels: $labels}
-spec:
-  restartPolicy: Never
-  automountServiceAccountToken: false
-  containers:
-    - name: client
-      image: plantstore.test/client:1
-      imagePullPolicy: Never
-      command: [sh, -c, $(jq -Rs . <<<"while [ ! -e /tmp/go ]; do sleep 0.2; done
-$NP_REACH$script")]
-      $SECURE
-      $mount]
-  $vol]
-EOF
+  client_start "$1" "$2" "while [ ! -e /tmp/go ]; do sleep 0.2; done
+$NP_REACH$4" "${5:-}" "$3"
 }
 NP_SYNC_MS=0
 np_go() {
@@ -58,11 +37,6 @@ np_go() {
   done
   (($(ms) - t0 > NP_SYNC_MS)) && NP_SYNC_MS=$(($(ms) - t0))
   kubectl exec -n "$ns" "$name" -- sh -c ': >/tmp/go'
-}
-np_log() {
-  kubectl wait -n "$1" --for=jsonpath='{.status.phase}'=Succeeded "pod/$2" --timeout=120s >/dev/null 2>&1 || true
-  kubectl logs -n "$1" "$2"
-  kubectl delete -n "$1" pod "$2" --wait=false >/dev/null
 }
 # reach URL: what a TCP connection to URL's port gets: the HTTP status when
 # it speaks HTTP, "open" when something answered that does not (Redis),
@@ -88,11 +62,10 @@ restricted_ns "$NP_NS"
 restricted_ns "$NP_OTHER"
 restricted_ns "$NP_MON"
 t=$SECONDS
-if helm install "$REL" "$CHART" -n "$NP_NS" --set image.repository="$IMAGE_REPO" \
-  --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" --wait --timeout 240s >"$CLUSTER_DIR/logs/install-netpol.log" 2>&1; then
+if logged install-netpol "helm install on the default values" helm install "$REL" "$CHART" -n "$NP_NS" "${APP_IMAGE[@]}" --wait --timeout 240s; then
   pass "helm install on the default values: $(kubectl get networkpolicy -n "$NP_NS" --no-headers | wc -l) NetworkPolicies; every pod Ready in $((SECONDS - t))s (the kubelet's probes pass them)"
 else
-  fail "helm install on the default values"; tail -n 20 "$CLUSTER_DIR/logs/install-netpol.log"; kubectl get pods -n "$NP_NS" -o wide
+  kubectl get pods -n "$NP_NS" -o wide
 fi
 np_install_s=$((SECONDS - t))
 api_ip=$(kubectl get pods -n "$NP_NS" -l app.kubernetes.io/component=api -o jsonpath='{.items[0].status.podIP}')
@@ -104,7 +77,7 @@ fields='api=$(reach http://'"$svc"':8080/plants/1) api_pod=$(reach http://'"$api
 probes="echo \"$fields\""
 np_start "$NP_OTHER" np-default-other "{app.kubernetes.io/name: scenario-client}" "$probes"
 np_go "$NP_OTHER" np-default-other
-default_other=$(np_log "$NP_OTHER" np-default-other)
+default_other=$(client_log "$NP_OTHER" np-default-other)
 echo "another namespace ($NP_OTHER), default values: $default_other"
 if [[ $(kv api "$default_other") =~ ^[0-9]{3}$ && $(kv api_pod "$default_other") =~ ^[0-9]{3}$ ]] &&
   blocked "$(kv metrics "$default_other")" && blocked "$(kv redis "$default_other")" && blocked "$(kv redis_pod "$default_other")"; then
@@ -130,11 +103,9 @@ networkPolicy:
       matchLabels: {kubernetes.io/metadata.name: $NP_MON}
 EOF
 t=$SECONDS
-if helm upgrade "$REL" "$CHART" -n "$NP_NS" --reuse-values -f "$CLUSTER_DIR/netpol-values.yaml" --wait --timeout 240s \
-  >"$CLUSTER_DIR/logs/upgrade-netpol-narrow.log" 2>&1; then
+if logged upgrade-netpol-narrow "helm upgrade to the narrowed policies" \
+  helm upgrade "$REL" "$CHART" -n "$NP_NS" --reuse-values -f "$CLUSTER_DIR/netpol-values.yaml" --wait --timeout 240s; then
   pass "helm upgrade to the narrowed policies in $((SECONDS - t))s"
-else
-  fail "helm upgrade to the narrowed policies"; tail -n 20 "$CLUSTER_DIR/logs/upgrade-netpol-narrow.log"
 fi
 
 if helm test "$REL" -n "$NP_NS" --logs --timeout 120s >"$CLUSTER_DIR/logs/test-netpol.log" 2>&1 && grep -q '^PASS' "$CLUSTER_DIR/logs/test-netpol.log"; then
@@ -156,8 +127,8 @@ np_start "$NP_NS" np-denied "{app.kubernetes.io/name: scenario-client}" "$probes
 np_start "$NP_OTHER" np-other-ns "{$NP_LABEL: \"true\"}" "$probes"
 np_start "$NP_MON" np-monitor "{app.kubernetes.io/name: scenario-client}" "$probes"
 np_go "$NP_NS" np-allowed; np_go "$NP_NS" np-denied; np_go "$NP_OTHER" np-other-ns; np_go "$NP_MON" np-monitor
-allowed=$(np_log "$NP_NS" np-allowed) denied=$(np_log "$NP_NS" np-denied)
-other=$(np_log "$NP_OTHER" np-other-ns) monitor=$(np_log "$NP_MON" np-monitor)
+allowed=$(client_log "$NP_NS" np-allowed) denied=$(client_log "$NP_NS" np-denied)
+other=$(client_log "$NP_OTHER" np-other-ns) monitor=$(client_log "$NP_MON" np-monitor)
 printf 'allowed client  (%s, labelled): %s\ndenied client   (%s, unlabelled): %s\nother namespace (%s, labelled): %s\nmonitoring ns   (%s): %s\n' \
   "$NP_NS" "$allowed" "$NP_NS" "$denied" "$NP_OTHER" "$other" "$NP_MON" "$monitor"
 np_probe_s=$((SECONDS - t))
@@ -223,14 +194,14 @@ fi
 
 stage "the policies removed: the same pods get through"
 t=$(ms)
-helm upgrade "$REL" "$CHART" -n "$NP_NS" --reuse-values --set networkPolicy.enabled=false --wait --timeout 120s \
-  >"$CLUSTER_DIR/logs/upgrade-netpol.log" 2>&1 || { fail "helm upgrade networkPolicy.enabled=false"; tail -n 20 "$CLUSTER_DIR/logs/upgrade-netpol.log"; }
+logged upgrade-netpol "helm upgrade networkPolicy.enabled=false" \
+  helm upgrade "$REL" "$CHART" -n "$NP_NS" --reuse-values --set networkPolicy.enabled=false --wait --timeout 120s || true
 # kube-router resyncs on the deletion: retry for a while, not forever.
 np_start "$NP_NS" np-denied-open "{app.kubernetes.io/name: scenario-client}" '
 for i in $(seq 20); do r=$(reach http://'"$rsvc"':6379/); [ "$r" = open ] && break; sleep 1; done
 echo "tries=$i '"$fields\""
 np_go "$NP_NS" np-denied-open
-open=$(np_log "$NP_NS" np-denied-open)
+open=$(client_log "$NP_NS" np-denied-open)
 open_ms=$(($(ms) - t))
 echo "denied client, policies removed: $open"
 redis_after=$(redis_out)

@@ -72,7 +72,7 @@ tr_token=$(hex 16) tr_whsec=whsec_$(head -c 24 /dev/urandom | base64)
 # Small CPU requests: the releases of the scenarios before this one still
 # hold most of the node's 2 cores (requests only; nothing is limited).
 tr_install() {
-  helm install "$1" "$CHART" -n "$TR_NS" --set image.repository="$IMAGE_REPO" --set-string image.tag="$TAG" "${LOCAL_IMAGES[@]}" "${APISERVER_METRICS[@]}" \
+  helm install "$1" "$CHART" -n "$TR_NS" "${APP_IMAGE[@]}" "${APISERVER_METRICS[@]}" \
     --set-string "auth.tokens[0]=$tr_token name=load" --set resources.requests.cpu=10m --set redis.resources.requests.cpu=10m \
     --set otel.endpoint=http://otel-collector.observability:4318 \
     --set-string "webhooks.subscribers[0]=http://webhook-receiver.$OBS_NS.svc:8080/hooks/plantstore $tr_whsec" \
@@ -224,11 +224,9 @@ fi
 
 stage "tracing: $TR_ON to the tail-sampling Collector; what always_on costs the service, under the same load as the default"
 t=$SECONDS
-if helm upgrade "$TR_ON" "$CHART" -n "$TR_NS" --reuse-values --set otel.endpoint=http://otel-collector-tail.observability:4318 \
-  --wait --timeout 180s >"$CLUSTER_DIR/logs/upgrade-$TR_ON.log" 2>&1; then
+if logged "upgrade-$TR_ON" "helm upgrade $TR_ON to the tail-sampling Collector" helm upgrade "$TR_ON" "$CHART" -n "$TR_NS" \
+  --reuse-values --set otel.endpoint=http://otel-collector-tail.observability:4318 --wait --timeout 180s; then
   pass "$TR_ON upgraded to otel.endpoint=http://otel-collector-tail.observability:4318 (always_on; the Collector keeps errors, slow traces and 10 % of the rest) in $((SECONDS - t))s"
-else
-  fail "helm upgrade $TR_ON to the tail-sampling Collector"; tail -n 20 "$CLUSTER_DIR/logs/upgrade-$TR_ON.log"
 fi
 read -r head_cpu0 head_req0 <<<"$(usage "$TR_HEAD")"
 read -r on_cpu0 on_req0 <<<"$(usage "$TR_ON")"

@@ -38,8 +38,7 @@ sk_tools() {
     (cd "$src/tools" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$src/bin/dev/tools/dlv" github.com/go-delve/delve/cmd/dlv) &&
     (cd "$src/tools" && GOWORK=off go build -o "$src/bin/dev/tools/dapcheck" ./internal/dapcheck)
 }
-sk_tools >"$CLUSTER_DIR/logs/skaffold-build.log" 2>&1 ||
-  { fail "skaffold: tool build"; tail -n 20 "$CLUSTER_DIR/logs/skaffold-build.log"; }
+logged skaffold-build "skaffold: tool build" sk_tools || true
 
 # ask: the API's answer to an unknown path (a 404 with a message), through
 # the Service, from the control plane's namespace.

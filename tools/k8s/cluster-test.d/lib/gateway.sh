@@ -32,17 +32,13 @@ GW_RETRY503=github.com/plantstore/plantstore/tools/k8s/traefik/retry503
 # The Gateway API whose CRDs validate.sh installs (tools/k8s/crds.sh).
 GATEWAY_API_VERSION=$(sed -n 's/^GATEWAY_API=.*@//p' "$TOOLS_MOD/crds.sh")
 
-# gw_module_dir MODULE@VERSION: its directory in the module cache (fetched
-# through the module proxy when missing).
-gw_module_dir() { (cd "$TOOLS_MOD/traefik" && GOWORK=off go mod download -json "$1" | jq -r .Dir); }
-
 GW_UP=${GW_UP:-0}
 gw_up() {
   ((GW_UP)) && return 0
   local gwapi traefik
   "$CLUSTER" images gateway || return 1
-  gwapi=$(gw_module_dir "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION") || return 1
-  traefik=$(gw_module_dir "github.com/traefik/traefik/v3@$(cd "$TOOLS_MOD/traefik" && go list -m -f '{{.Version}}' github.com/traefik/traefik/v3)") || return 1
+  gwapi=$(mod_dir "$TOOLS_MOD/traefik" "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION") || return 1
+  traefik=$(mod_dir "$TOOLS_MOD/traefik" "github.com/traefik/traefik/v3@$(mod_version "$TOOLS_MOD/traefik" github.com/traefik/traefik/v3)") || return 1
   # The CRDs are too big for client-side apply's annotation.
   kubectl apply --server-side -f "$gwapi/config/crd/standard/" >/dev/null || return 1
   kubectl apply --server-side -f "$traefik/docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml" >/dev/null || return 1

@@ -131,10 +131,8 @@ EOF
       { ok=0; fail "$OBS_NS/$d not Ready"; kubectl logs -n "$OBS_NS" "deployment/$d" --tail=20 || true; }
   done
   ((ok)) && pass "Jaeger, the Collector (plain and tail-sampling) and a webhook receiver Ready in $OBS_NS in $((SECONDS - t))s"
-  kubectl port-forward -n "$OBS_NS" svc/jaeger :16686 >"$CLUSTER_DIR/logs/jaeger-port-forward.log" 2>&1 &
-  OBS_PF_PID=$!
-  for _ in $(seq 50); do grep -q 'Forwarding from 127.0.0.1:' "$CLUSTER_DIR/logs/jaeger-port-forward.log" && break; sleep 0.2; done
-  JAEGER=http://127.0.0.1:$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\).*/\1/p' "$CLUSTER_DIR/logs/jaeger-port-forward.log" | head -n 1)
+  port_forward "$OBS_NS" svc/jaeger 16686 jaeger
+  OBS_PF_PID=$PF_PID JAEGER=$PF_URL
   OBS_UP=1
   later observability_down
 }
