@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The chart and the kustomize overlays on a real cluster of three nodes in
 # three zones (tools/k8s/cluster.sh; CLUSTER_NODES sets how many): `make
-# test-cluster`. This file brings the cluster
-# up, imports plantstore's image and holds the helpers; the scenarios are the
-# files of cluster-test.d/, sourced in order. Each check prints PASS or FAIL,
+# test-cluster`. This file brings the cluster up, imports plantstore's image
+# and holds the helpers; the scenarios are the files of cluster-test.d/,
+# sourced in order, each using these helpers (and those of the
+# cluster-test.d/lib/ files it sources). Each check prints PASS or FAIL,
 # each scenario one line of figures starting with "CLUSTER <scenario>"; the
 # run ends with the time of each stage and "cluster: N passed, N failed".
 # After teardown it checks that nothing of the cluster is left on the

@@ -3,7 +3,6 @@
 # the other scenarios: the API server issues none shorter than 10 minutes,
 # and 25-jwt.sh presents one past its expiry after the last scenario;
 # minted here, it has expired by then without the run waiting for it.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 JWT_NS=jwt
 stage "JWT callers: a service account's token for audience plantstore, minted now for its expiry at the end"

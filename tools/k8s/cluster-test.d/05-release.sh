@@ -17,7 +17,6 @@
 # the kubelet pulling from the registry, so Helm 4's does not drop the nodes'
 # images first. docs/release.md describes what is published and how to
 # verify it.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 RELEASE_REGISTRY=$(cat "$CLUSTER_DIR/registry-address")/plantstore
 CHART_OCI=oci://$RELEASE_REGISTRY/charts/plantstore

@@ -21,7 +21,7 @@
 # policy-controller) reaches over HTTP by itself: no flag is needed.
 # Runs after 05-release.sh (RELEASED_DIGEST, RELEASE_REGISTRY, the key);
 # with CLUSTER_REUSE on a cluster that ran it, reads them from the release
-# directory. Sourced by tools/k8s/cluster-test.sh, whose helpers it uses.
+# directory.
 
 stage "admission: sigstore policy-controller enforces the release signature"
 ADM_T0=$SECONDS

@@ -2,7 +2,6 @@
 # The chart with default values: make deploy and helm test in a namespace
 # that enforces restricted, requests from a pod, and the release under load
 # through a rollout, pod disruptions and a Redis restart.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 stage "install: make deploy into a namespace enforcing restricted"
 restricted_ns "$NS"

@@ -19,7 +19,6 @@
 #    generated token and Redis password the same throughout, and the plants
 #    written before the uninstall readable after the reinstall (the PVC and
 #    the password outlive the release).
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 GITOPS_NS=gitops
 GITOPS_VALUES=("${APP_IMAGE[@]}")

@@ -15,7 +15,6 @@
 # replaces or restarts no pod; deleting the HelmRelease uninstalls the
 # release. The checks are on behaviour (token, password, creates, pods), not
 # on how the chart makes its Secrets.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 FLUX_T0=$SECONDS
 FLUX_MOD=$TOOLS_MOD/flux

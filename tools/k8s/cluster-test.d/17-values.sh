@@ -3,7 +3,6 @@
 # own, no load: see beside in cluster-test.sh).
 # The chart's other value sets install and become Ready; 37-hpa.sh then
 # scales ci/full-values.yaml's HPA under load.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 stage "values-dev.yaml and ci/full-values.yaml"
 # full-values.yaml runs the Redis exporter beside Redis.

@@ -16,7 +16,6 @@
 # under an open-loop load of RATE creates/s through the Gateway, the API
 # pods are rolled (helm upgrade) and a node holding an API pod and a
 # Traefik pod is drained: no request fails.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 # shellcheck source=/dev/null
 source "$TOOLS_MOD/cluster-test.d/lib/gateway.sh"

@@ -24,7 +24,6 @@
 # Traefik pod, and the generated client through the Gateway's cluster-wide
 # Service, a Traefik pod on the dead node among its endpoints.
 # The load and the subscriber run on a node neither disruption takes.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 # shellcheck source=/dev/null
 source "$TOOLS_MOD/cluster-test.d/lib/gateway.sh"
@@ -74,7 +73,7 @@ wait_master() {
 # next measurement).
 master_off() {
   local m=$2
-  if [[ $(kubectl get pod -n "$1" "$m" -o jsonpath='{.spec.nodeName}') == "$3" ]]; then
+  if [[ $(pod_node "$1" "$m") == "$3" ]]; then
     timeout 60 kubectl exec -n "$1" "$m" -c redis -- sh -c "sh /etc/redis/switchover.sh \"\$POD_NAME.$REL-redis.$1.svc\"" >&2 || true
     m=$(wait_master "$1" "$m" 60) || m=$2
     wait_settled "$1" 60 || true
@@ -164,7 +163,7 @@ if logged install-standalone "helm install, standalone" \
 else
   kubectl get pods -n "$SN_NS" -o wide
 fi
-safe=$(subscriber_off "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.nodeName}')")
+safe=$(subscriber_off "$(pod_node "$SN_NS" "$REL-redis-0")")
 
 # shellcheck source=/dev/null
 source "$TOOLS_MOD/cluster-test.d/lib/partition.sh"
@@ -177,7 +176,7 @@ st_settle() {
   kubectl wait --for=condition=Ready nodes --all --timeout=120s >/dev/null || echo "a node not Ready 120s after the heal"
   kubectl wait -n "$SN_NS" --for=condition=Ready pods -l "app.kubernetes.io/instance=$REL" --timeout=120s >/dev/null || echo "a pod not Ready 120s after the heal"
 }
-rzone=$(zone_of "$(kubectl get pod -n "$SN_NS" "$REL-redis-0" -o jsonpath='{.spec.nodeName}')")
+rzone=$(zone_of "$(pod_node "$SN_NS" "$REL-redis-0")")
 partition_scenario "$SN_NS" standalone 20 "$rzone"
 st_settle
 if ((FULL)); then # the one-way cut of the Sentinel set below covers the same path in CI
@@ -247,7 +246,7 @@ else
   fail "PodDisruptionBudgets: [$pdbs], want $REL minAvailable 1 and $REL-redis maxUnavailable 1"
 fi
 
-master_node=$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')
+master_node=$(pod_node "$SN_NS" "$master")
 # The load and the subscriber move, not the master, if the move from
 # standalone left it on their node: the drain measures one handover, not two.
 [[ $master_node != "$safe" ]] || safe=$(subscriber_off "$master_node")
@@ -438,11 +437,11 @@ pt_settle() {
 }
 stage "partitions under recorded histories: the master's zone, (CLUSTER_FULL=1) a replica's, a client's zone from the master's (one way)"
 master=$(master_off "$SN_NS" "$(master_pod "$SN_NS")" "$safe")
-mzone=$(zone_of "$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')")
+mzone=$(zone_of "$(pod_node "$SN_NS" "$master")")
 partition_scenario "$SN_NS" master-zone 30 "$mzone"
 pt_settle
 master=$(master_pod "$SN_NS")
-mzone=$(zone_of "$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')")
+mzone=$(zone_of "$(pod_node "$SN_NS" "$master")")
 szone=$(zone_of "$safe")
 rzone=$(kubectl get nodes -o jsonpath='{.items[*].metadata.labels.topology\.kubernetes\.io/zone}' | tr ' ' '\n' | grep -vx -e "$mzone" -e "$szone" | head -n 1)
 if ((FULL)); then # a replica's zone cut off: no election, the master keeps its quorum
@@ -458,7 +457,7 @@ pt_settle
 # node's NotReady timed from the kill (t).
 node_kill_master() {
   master=$(master_off "$SN_NS" "$(master_pod "$SN_NS")" "$safe")
-  master_node=$(kubectl get pod -n "$SN_NS" "$master" -o jsonpath='{.spec.nodeName}')
+  master_node=$(pod_node "$SN_NS" "$master")
   old=$master
   OLD_UID=$(kubectl get pod -n "$SN_NS" "$old" -o jsonpath='{.metadata.uid}')
   traefik_on_node=$(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik --field-selector "spec.nodeName=$master_node" -o name | wc -l)

@@ -13,7 +13,6 @@
 # caller's first when that did not run), presented past its expiry,
 # refused 401. After the Sentinel scenario: the pods must live to the end
 # of the run, and the scenarios before drain and kill nodes.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 JWT_NS=jwt
 # The shortest token the API server issues; the kubelet replaces it once 80 %

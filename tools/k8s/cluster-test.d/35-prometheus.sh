@@ -31,7 +31,6 @@
 #
 # Environment: CLUSTER_DASHBOARD_PNG, where to write the panels' PNG
 # (default in $TMPDIR; docs/dashboard-on-cluster.png is one such run).
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 # shellcheck source=/dev/null
 source "$TOOLS_MOD/cluster-test.d/lib/observability.sh"
@@ -162,6 +161,17 @@ pf_pid=$PF_PID PROM=$PF_URL
 pq() { { curl -fsS --get --data-urlencode "query=$1" "$PROM/api/v1/query" || echo '{}'; } | jq -c '.data.result // []'; }
 # papi PATH: a GET of the API (JSON; {} when it fails).
 papi() { curl -fsS "$PROM$1" || echo '{}'; }
+# targets_up JOB N: wait until N active targets of JOB are up (60 s at
+# most); prints how many are.
+targets_up() {
+  local t=$SECONDS n=0
+  until ((SECONDS - t > 60)); do
+    n=$(papi "/api/v1/targets?state=active" | jq --arg j "$1" '[.data.activeTargets[]? | select(.labels.job == $j and .health == "up")] | length')
+    ((n == $2)) && break
+    sleep 2
+  done
+  echo "$n"
+}
 prom_build_version=$(papi /api/v1/status/buildinfo | jq -r .data.version)
 flags=$(papi /api/v1/status/flags | jq -r '.data["enable-feature"]')
 echo "Prometheus $prom_build_version at $PROM (port-forward), --enable-feature=$flags"
@@ -181,12 +191,7 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
 done')
 echo "the limited client's burst: $limited"
 api_pods=$(kubectl get pods -n "$APP_NS" -l app.kubernetes.io/component=api --no-headers | wc -l)
-t=$SECONDS up=0
-until ((SECONDS - t > 60)); do
-  up=$(papi "/api/v1/targets?state=active" | jq '[.data.activeTargets[]? | select(.labels.job == "plantstore" and .health == "up")] | length')
-  ((up == api_pods)) && break
-  sleep 2
-done
+t=$SECONDS up=$(targets_up plantstore "$api_pods")
 pools=$(papi "/api/v1/targets?state=active" | jq -r '[.data.activeTargets[]? | select(.labels.job == "plantstore") | .scrapePool] | unique | join(",")')
 if ((up == api_pods && api_pods > 0)); then
   pass "targets up: $up of $api_pods API pods, job=\"plantstore\", scrape pool $pools (the chart's ServiceMonitor), after $((SECONDS - t))s"
@@ -226,12 +231,7 @@ fi
 figures "prometheus-ingest targets_up=$up native_rate_plants=$native_rate native_buckets=$buckets classic_bucket_series=$classic exemplars=$ex_total exemplars_by_name=$ex_by_name exemplar_traces=$TRACING_EXEMPLARS"
 
 stage "the chart's Redis exporter (redis.metrics): its target, memory against maxmemory, an AOF rewrite, the replica's lag"
-t=$SECONDS redis_up=0
-until ((SECONDS - t > 60)); do
-  redis_up=$(papi "/api/v1/targets?state=active" | jq '[.data.activeTargets[]? | select(.labels.job == "plantstore-redis" and .health == "up")] | length')
-  ((redis_up == 1)) && break
-  sleep 2
-done
+t=$SECONDS redis_up=$(targets_up plantstore-redis 1)
 if ((redis_up == 1)); then
   pass "the Redis exporter's target is up, job=\"plantstore-redis\" (the chart's Redis ServiceMonitor), after $((SECONDS - t))s"
 else

@@ -1,7 +1,6 @@
 # shellcheck shell=bash
 # The HPA of ci/full-values.yaml, as 17-values.sh installed it, scales on
 # metrics-server's resource metrics under load.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 stage "the HPA of ci/full-values.yaml on resource metrics (metrics-server on the node)"
 ns=vs-full-values

@@ -2,7 +2,6 @@
 # runs beside the next scenario (namespaces of its own, no load: see beside
 # in cluster-test.sh).
 # Every kustomize overlay applied, Ready, and serving a create.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 stage "kustomize overlays"
 # Each overlay wrapped in a kustomization of the test's own that only swaps

@@ -8,7 +8,6 @@
 # client still work, and an API pod reaches Redis and nothing off its egress
 # list; with the policies removed the same pod gets through (the checks
 # cannot pass on a cluster that enforces nothing).
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 NP_NS=np NP_OTHER=np-other NP_MON=np-monitor
 NP_LABEL=plantstore.test/api-client

@@ -24,7 +24,6 @@
 #
 # The exemplar -> trace figure is 35-prometheus.sh's (Prometheus scrapes
 # that scenario's release), repeated in this scenario's figures line.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 # shellcheck source=/dev/null
 source "$TOOLS_MOD/cluster-test.d/lib/observability.sh"
@@ -64,6 +63,13 @@ usage() {
   done | awk '{c += $1; r += $2} END {printf "%.4f %d\n", c, r}'
 }
 rfc3339() { date -u -d "@$1" +%Y-%m-%dT%H:%M:%SZ; }
+# deliveries SINCE: the traces of the webhook deliveries Jaeger has from Unix
+# time SINCE on ({} when the search fails).
+deliveries() {
+  curl -fs --get --data-urlencode query.service_name=plantstore --data-urlencode "query.operation_name=webhook plant.created" \
+    --data-urlencode "query.start_time_min=$(rfc3339 "$1")" --data-urlencode "query.start_time_max=$(rfc3339 $(($(date +%s) + 5)))" \
+    --data-urlencode query.num_traces=1000 "$JAEGER/api/v3/traces" || echo '{}'
+}
 
 stage "tracing: Jaeger and the Collector; two releases exporting to otel-collector.$OBS_NS:4318 (sampling: the chart's default; always_on)"
 observability_up
@@ -116,9 +122,7 @@ declare -A tr_json=()
 t=$SECONDS
 while :; do
   found=0 links=0 links_ok=0 res_ok=0
-  deliveries=$(curl -fs --get --data-urlencode query.service_name=plantstore --data-urlencode "query.operation_name=webhook plant.created" \
-    --data-urlencode "query.start_time_min=$(rfc3339 "$tr_from")" --data-urlencode "query.start_time_max=$(rfc3339 $(($(date +%s) + 5)))" \
-    --data-urlencode query.num_traces=1000 "$JAEGER/api/v3/traces" || echo '{}')
+  delivered=$(deliveries "$tr_from")
   for i in "${!tids[@]}"; do
     if [[ -z ${tr_json[$i]:-} ]]; then
       j=$(jaeger_trace "${tids[$i]}")
@@ -146,7 +150,7 @@ while :; do
     fi
     # The delivery of its plant: a span of another trace, linked to a span
     # of this one.
-    dl=$(jq -c --arg id "${plants[$i]}" "$TR_JQ [spans[] | select(client and (.attributes | attr(\"plant.id\")) == \$id)] | first // empty" <<<"$deliveries")
+    dl=$(jq -c --arg id "${plants[$i]}" "$TR_JQ [spans[] | select(client and (.attributes | attr(\"plant.id\")) == \$id)] | first // empty" <<<"$delivered")
     [[ -n $dl ]] || continue
     found=$((found + 1))
     while read -r lt ls; do
@@ -204,13 +208,11 @@ hd_from=$(($(date +%s) - 5))
 echo "creates with a sampled traceparent to $TR_HEAD: $(client "$TR_NS" head-traced-creates "$script")"
 t=$SECONDS
 while :; do
-  deliveries=$(curl -fs --get --data-urlencode query.service_name=plantstore --data-urlencode "query.operation_name=webhook plant.created" \
-    --data-urlencode "query.start_time_min=$(rfc3339 "$hd_from")" --data-urlencode "query.start_time_max=$(rfc3339 $(($(date +%s) + 5)))" \
-    --data-urlencode query.num_traces=1000 "$JAEGER/api/v3/traces" || echo '{}')
+  delivered=$(deliveries "$hd_from")
   head_links=0
   for i in "${!hd_tids[@]}"; do
     jq -e --arg id "${hd_plants[$i]}" --arg t "${hd_tids[$i]}" \
-      "$TR_JQ any(spans[]; client and (.attributes | attr(\"plant.id\")) == \$id and any(.links[]?; .traceId == \$t))" <<<"$deliveries" >/dev/null &&
+      "$TR_JQ any(spans[]; client and (.attributes | attr(\"plant.id\")) == \$id and any(.links[]?; .traceId == \$t))" <<<"$delivered" >/dev/null &&
       head_links=$((head_links + 1))
   done
   ((head_links == ${#hd_tids[@]} || SECONDS - t > 30)) && break

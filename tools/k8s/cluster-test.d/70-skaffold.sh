@@ -12,7 +12,6 @@
 # handler, finds the request's plant name among the frame's variables,
 # continues, and gets the answer.
 # The scenario edits a copy of the repository.
-# Sourced by tools/k8s/cluster-test.sh, whose helpers it uses (see there).
 
 stage "skaffold dev (profile test-cluster: development image, file sync; profile debug: Delve)"
 SK_NS=skaffold
