@@ -312,40 +312,55 @@ EOF
   kubectl wait -n "$ns" --for=jsonpath='{.status.phase}'=Running "pod/$name" --timeout=60s >/dev/null
 }
 
-# receiver_manifest NS [NODE]: the Deployment and Service webhook-receiver
-# (tools/k8s/cmd/k8s-webhook-receiver) in NS, on NODE when given: the
-# scenarios' webhook subscriber.
-receiver_manifest() {
-  local node=''
-  [[ -z ${2:-} ]] || node="nodeSelector: {kubernetes.io/hostname: $2}"
+# app_manifest NAME CONTAINER IMAGE PORTS [POD_FIELD...]: Deployment NAME,
+# one replica of one container CONTAINER running plantstore.test/IMAGE
+# (restricted), and Service NAME; PORTS, "name=port ...", the container's
+# and the Service's; each POD_FIELD a line of the pod's spec; the
+# container's own further fields (YAML lines, unindented) on stdin.
+app_manifest() {
+  local name=$1 container=$2 image=$3 p cports='' sports='' pod=''
+  for p in $4; do
+    cports+="{name: ${p%=*}, containerPort: ${p#*=}}, " sports+="{name: ${p%=*}, port: ${p#*=}, targetPort: ${p#*=}}, "
+  done
+  shift 4
+  for p in "$@"; do pod+="      $p"$'\n'; done
   cat <<EOF
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: webhook-receiver, namespace: $1}
+metadata: {name: $name}
 spec:
   replicas: 1
-  selector: {matchLabels: {app.kubernetes.io/name: webhook-receiver}}
+  selector: {matchLabels: {app.kubernetes.io/name: $name}}
   template:
-    metadata: {labels: {app.kubernetes.io/name: webhook-receiver}}
+    metadata: {labels: {app.kubernetes.io/name: $name}}
     spec:
-      automountServiceAccountToken: false
-      $node
-      containers:
-        - name: receiver
-          image: plantstore.test/webhook-receiver:1
+${pod}      containers:
+        - name: $container
+          image: plantstore.test/$image
           imagePullPolicy: Never
-          args: [-addr, ":8080"]
-          ports: [{name: http, containerPort: 8080}]
-          readinessProbe: {httpGet: {path: /stats, port: 8080}, periodSeconds: 2}
+          ports: [${cports%, }]
+$(sed 's/^/          /')
           $SECURE
 ---
 apiVersion: v1
 kind: Service
-metadata: {name: webhook-receiver, namespace: $1}
+metadata: {name: $name}
 spec:
-  selector: {app.kubernetes.io/name: webhook-receiver}
-  ports: [{name: http, port: 8080, targetPort: 8080}]
+  selector: {app.kubernetes.io/name: $name}
+  ports: [${sports%, }]
 ---
+EOF
+}
+
+# receiver_manifest [NODE]: the Deployment and Service webhook-receiver
+# (tools/k8s/cmd/k8s-webhook-receiver), on NODE when given: the scenarios'
+# webhook subscriber.
+receiver_manifest() {
+  local node=()
+  [[ -z ${1:-} ]] || node=("nodeSelector: {kubernetes.io/hostname: $1}")
+  app_manifest webhook-receiver receiver webhook-receiver:1 http=8080 "automountServiceAccountToken: false" "${node[@]}" <<'EOF'
+args: [-addr, ":8080"]
+readinessProbe: {httpGet: {path: /stats, port: 8080}, periodSeconds: 2}
 EOF
 }
 

@@ -100,7 +100,7 @@ wait_settled() {
 subscriber_off() {
   local n
   n=$(kubectl get nodes -o jsonpath='{.items[*].metadata.name}' | tr ' ' '\n' | grep -vx "$1" | tail -n 1)
-  receiver_manifest "$SN_NS" "$n" | kubectl apply -n "$SN_NS" -f - >/dev/null
+  receiver_manifest "$n" | kubectl apply -n "$SN_NS" -f - >/dev/null
   kubectl rollout status -n "$SN_NS" deployment/webhook-receiver --timeout=60s >/dev/null
   echo "$n"
 }

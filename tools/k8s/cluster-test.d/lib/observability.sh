@@ -28,37 +28,13 @@ JAEGER=${JAEGER:-}
 collector_manifest() {
   local name=$1 args='' f; shift
   for f in "$@"; do args+="\"--config=/conf/$f\", "; done
-  cat <<EOF
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: $name}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app.kubernetes.io/name: $name}}
-  template:
-    metadata: {labels: {app.kubernetes.io/name: $name}}
-    spec:
-      serviceAccountName: otel-collector
-      containers:
-        - name: otelcol
-          image: plantstore.test/otelcol:1
-          imagePullPolicy: Never
-          args: [${args%, }]
-          ports: [{name: otlp-grpc, containerPort: 4317}, {name: otlp-http, containerPort: 4318}]
-          readinessProbe: {httpGet: {path: /, port: 13133}, periodSeconds: 2}
-          # memory_limiter's percentages are of this limit.
-          resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 512Mi}}
-          $SECURE
-          volumeMounts: [{name: conf, mountPath: /conf, readOnly: true}]
-      volumes: [{name: conf, configMap: {name: otel-collector-config}}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: $name}
-spec:
-  selector: {app.kubernetes.io/name: $name}
-  ports: [{name: otlp-grpc, port: 4317, targetPort: 4317}, {name: otlp-http, port: 4318, targetPort: 4318}]
----
+  app_manifest "$name" otelcol otelcol:1 "otlp-grpc=4317 otlp-http=4318" "serviceAccountName: otel-collector" \
+    "volumes: [{name: conf, configMap: {name: otel-collector-config}}]" <<EOF
+args: [${args%, }]
+readinessProbe: {httpGet: {path: /, port: 13133}, periodSeconds: 2}
+# memory_limiter's percentages are of this limit.
+resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 512Mi}}
+volumeMounts: [{name: conf, mountPath: /conf, readOnly: true}]
 EOF
 }
 
@@ -90,37 +66,15 @@ metadata: {name: otel-collector}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: otel-collector}
 subjects: [{kind: ServiceAccount, name: otel-collector, namespace: $OBS_NS}]
 ---
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: jaeger, namespace: $OBS_NS}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app.kubernetes.io/name: jaeger}}
-  template:
-    metadata: {labels: {app.kubernetes.io/name: jaeger}}
-    spec:
-      automountServiceAccountToken: false
-      containers:
-        - name: jaeger
-          image: plantstore.test/jaeger:1
-          imagePullPolicy: Never
-          args: [--config=/conf/config.yaml]
-          ports: [{name: otlp-grpc, containerPort: 4317}, {name: query-http, containerPort: 16686}]
-          readinessProbe: {httpGet: {path: /status, port: 13133}, periodSeconds: 2}
-          resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 1Gi}}
-          $SECURE
-          volumeMounts: [{name: conf, mountPath: /conf, readOnly: true}]
-      volumes: [{name: conf, configMap: {name: jaeger-config}}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: jaeger, namespace: $OBS_NS}
-spec:
-  selector: {app.kubernetes.io/name: jaeger}
-  ports: [{name: otlp-grpc, port: 4317, targetPort: 4317}, {name: query-http, port: 16686, targetPort: 16686}]
----
 EOF
-    receiver_manifest "$OBS_NS"
+    app_manifest jaeger jaeger jaeger:1 "otlp-grpc=4317 query-http=16686" "automountServiceAccountToken: false" \
+      "volumes: [{name: conf, configMap: {name: jaeger-config}}]" <<'EOF'
+args: [--config=/conf/config.yaml]
+readinessProbe: {httpGet: {path: /status, port: 13133}, periodSeconds: 2}
+resources: {requests: {cpu: 10m, memory: 64Mi}, limits: {memory: 1Gi}}
+volumeMounts: [{name: conf, mountPath: /conf, readOnly: true}]
+EOF
+    receiver_manifest
     collector_manifest otel-collector otel-collector.yaml
     collector_manifest otel-collector-tail otel-collector.yaml otel-collector-tail-sampling.yaml
   } | kubectl apply -n "$OBS_NS" -f - >"$CLUSTER_DIR/logs/observability-apply.log" 2>&1 ||
