@@ -488,8 +488,9 @@ node_start() {
 # a stop signal one drains for a while, keeping its port meanwhile: killed
 # after 10 s.
 node_stop() {
-  local pid i n
-  for pid in $(awk -v names=" $* " 'index(names, " " $2 " ") {print $1}' "$CLUSTER_DIR/pids"); do
+  local pid i n names
+  names="$(printf ' %s' "$@") "
+  for pid in $(awk -v names="$names" 'index(names, " " $2 " ") {print $1}' "$CLUSTER_DIR/pids"); do
     kill "$pid" 2>/dev/null || continue
     for ((i = 0; i < 20; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     kill -9 "$pid" 2>/dev/null || true

@@ -63,7 +63,7 @@ partition_scenario() {
   local token i code deleted=''
   token=$(awk '!/^#/ && NF && $1 !~ /^sha256:/ {print $1; exit}' "$tokens")
   for ((i = 1; i <= PT_IDS; i++)); do
-    code=$(nsenter --net="/run/netns/$NETNS" curl -s -o /dev/null -w '%{http_code}' -m 10 -X DELETE -H "Authorization: Bearer $token" "http://$ip:8080/plants/$i")
+    code=$(node_curl -o /dev/null -w '%{http_code}' -X DELETE -H "Authorization: Bearer $token" "http://$ip:8080/plants/$i")
     [[ $code == 204 || $code == 404 ]] || { fail "partition ($name): id $i could not be cleared before the scenario (DELETE answered $code)"; return; }
     deleted+=$code
   done
