@@ -178,7 +178,7 @@ if ((distinct == 1)); then pass "token and Redis password the same through insta
 if [[ $old_plant == 200 ]]; then pass "the plant written after install is readable after uninstall and reinstall (200)"; else fail "the plant written before the uninstall: $old_plant after the reinstall"; fi
 
 stage "auth.tokens: a token set, then removed from the values, stops opening the API"
-tok_a=values-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+tok_a=values-$(hex 16)
 helm upgrade "$REL" "$CHART" -n "$HK_NS" "${GITOPS_VALUES[@]}" --set-string "auth.tokens[0]=$tok_a name=from-values" --wait --timeout 240s \
   >"$CLUSTER_DIR/logs/gitops-helm-tokens-set.log" 2>&1 || fail "helm upgrade with auth.tokens"
 code_set=$(node_plant "$HK_NS" GET 720001 "$tok_a")

@@ -7,7 +7,7 @@ stage "kustomize overlays"
 # Each overlay wrapped in a kustomization of the test's own that only swaps
 # the image for the one the node has and, for prod, the tokens for a test
 # token; prod's operator-run Redis is a Redis in namespace "redis".
-TEST_TOKEN=cluster-test-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+TEST_TOKEN=cluster-test-$(hex 8)
 kubectl create namespace redis >/dev/null
 kubectl apply -n redis -f - >/dev/null <<EOF
 apiVersion: v1
