@@ -6,23 +6,20 @@
 # servers, each pod with a Sentinel, three API pods, all spread one a zone;
 # the API following the Sentinels and answering a create once a replica
 # holds it; a webhook subscriber that remembers every plant.created. Then,
-# under the open-loop create load, the node of the Redis master is drained (kubectl drain, through the PDBs), and later the
-# node of the next master dies, twice (cluster.sh node-kill: its processes and
-# containers killed, its link down). Each time: the Sentinels promote a
-# replica, every acknowledged plant is read back and its plant.created
-# arrived, every failed request is a 503 with Retry-After or (the dead
-# node's pods, until the control plane sees the node gone) no answer, and
-# the lost server comes back as a replica that refuses writes. Before the
-# upgrade the standalone Redis's zone, and after the roll the master's zone,
-# a replica's and (one way) a client's zone from the master's, are cut off
-# by a network partition while every zone's clients record their histories
-# (lib/partition.sh), which must stay linearizable.
-# The master's node dies twice: under a plain load straight to the Service
-# (no Gateway, no retry), then under loads through the Gateway (lib/gateway.sh:
-# the chart's HTTPRoute with Traefik's retry of what could not reach a pod and
-# the plugin's of a 503 by its Retry-After), entered by the load's own node's
-# Traefik pod, and the generated client through the Gateway's cluster-wide
-# Service, a Traefik pod on the dead node among its endpoints.
+# under the open-loop create load, the node of the Redis master is drained
+# (kubectl drain, through the PDBs), and later the node of the next master
+# dies, twice (cluster.sh node-kill: its processes and containers killed,
+# its link down): under a plain load straight to the Service, then under
+# loads through the Gateway (lib/gateway.sh; see the node loss's stages
+# below). Each time: the Sentinels promote a replica, every acknowledged
+# plant is read back and its plant.created arrived, every failed request is
+# a 503 with Retry-After or (the dead node's pods, until the control plane
+# sees the node gone) no answer, and the lost server comes back as a
+# replica that refuses writes. Before the upgrade the standalone Redis's
+# zone, and after the roll the master's zone, a replica's and (one way) a
+# client's zone from the master's, are cut off by a network partition while
+# every zone's clients record their histories (lib/partition.sh), which must
+# stay linearizable.
 # The load and the subscriber run on a node neither disruption takes.
 
 # shellcheck source=/dev/null
