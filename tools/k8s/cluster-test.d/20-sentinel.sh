@@ -301,14 +301,15 @@ else
 fi
 if ((!drain_ok || window_ms > SN_DRAIN_GOAL_MS)); then
   # When, from the drain's start: the load's first 503 and first 200 after
-  # the last, the old master's switchover, the Sentinels' failover steps.
+  # the last, the old master's switchover, the Sentinels' failover steps and
+  # TILT (a Sentinel stalled over 2 s acts on nothing for the next 30 s).
   jq -c --argjson t "$t" '{first_503_ms: (.First503 - $t), first_ok_after_ms: (.FirstOKAfter503 - $t)}' <<<"$s" || true
   echo "drain began $(date -u -d "@$((t / 1000))" +%H:%M:%S).$((t % 1000)) UTC"
   # Shortest and most telling first: CI keeps only part of a long output.
   grep switchover "$CLUSTER_DIR/logs/drain-redis.log" || true
   for p in $(redis_pods "$SN_NS"); do
     kubectl logs -n "$SN_NS" "$p" -c sentinel --since=3m 2>/dev/null |
-      grep -E 'user requested FAILOVER|try-failover|elected-leader|selected-slave|promoted-slave|slave-reconf|switch-master|failover-end|failover-abort' | sed "s|^|[$p sentinel] |" || true
+      grep -E 'user requested FAILOVER|try-failover|elected-leader|selected-slave|promoted-slave|slave-reconf|switch-master|failover-end|failover-abort|[+-]tilt' | sed "s|^|[$p sentinel] |" || true
   done
   echo "the API pods' warnings:"
   api_logs_warnings "$CLUSTER_DIR/logs/api-drain.log"
