@@ -99,3 +99,36 @@ func TestSwitchoverWithAReplicaAway(t *testing.T) {
 		t.Errorf("the master Sentinel 1 names (%s) holds %q (%v) for the acknowledged write", master, got, err)
 	}
 }
+
+// TestSwitchoverPastASentinelInTILT: the first Sentinel the script would
+// ask was stalled for 2.5 s (SIGSTOP, as a starved machine does) and is in
+// TILT, where it accepts a failover but starts it only when TILT ends, 30 s
+// later. The script asks the other Sentinel, and the handover takes seconds.
+func TestSwitchoverPastASentinelInTILT(t *testing.T) {
+	set := startSentinelSet(t, 6)
+	stalled := set.procs["sentinel-1"]
+	stalled.Pause()
+	time.Sleep(2500 * time.Millisecond)
+	stalled.Resume()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out, _ := set.cli(set.ip(1), set.sentinelPort, "INFO", "sentinel")
+		if strings.Contains(out, "sentinel_tilt:1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Sentinel 1 not in TILT 5s after a 2.5s stall: %q", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, took := set.runScript(t, "switchover.sh", 0)
+	if !strings.Contains(out, "not asked: "+set.ip(1)) || !strings.Contains(out, "failover asked of the Sentinel of "+set.ip(2)) {
+		t.Errorf("the script said %q, want the Sentinel in TILT (%s) passed over for %s", out, set.ip(1), set.ip(2))
+	}
+	if took > 10*time.Second {
+		t.Errorf("switchover.sh took %v: the failover waited on TILT's end", took)
+	}
+	if promoted := set.sentinelMaster(t, 2); promoted != set.ip(1) && promoted != set.ip(2) {
+		t.Errorf("Sentinel 2 names %s after the switchover, want a replica promoted", promoted)
+	}
+}

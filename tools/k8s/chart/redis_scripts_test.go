@@ -373,6 +373,7 @@ func TestSwitchoverScript(t *testing.T) {
 	const role = "127.0.0.1:6379 info replication"
 	failover := func(h string) string { return h + ":26379 SENTINEL failover plantstore" }
 	master := func(h string) string { return h + ":26379 SENTINEL master plantstore" }
+	info := func(h string) string { return h + ":26379 INFO sentinel" }
 	const inprog = "INPROG Failover already in progress"
 	runScenarios(t, "switchover.sh", map[string]scenario{
 		"a replica stops as it is": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
@@ -442,6 +443,39 @@ func TestSwitchoverScript(t *testing.T) {
 				"switchover: 1000000.400 " + h0 + " hands over to " + h2 + " after 0s (failover asked of " + h1 + ")",
 			}, "\n")
 			wantRun(t, got, 0, want)
+		},
+		"a Sentinel in TILT: another asked": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			f.reply(role, masterInfo(100, "online:100", "online:100"))
+			f.reply(info(h1), "# Sentinel\r\nsentinel_masters:1\r\nsentinel_tilt:1\r")
+			f.reply(info(h2), "# Sentinel\r\nsentinel_masters:1\r\nsentinel_tilt:0\r")
+			f.reply(failover(h1), "OK")
+			f.reply(failover(h2), "OK")
+			f.reply(master(h1), sentinelMasterReply(h1, "master", 1))
+			f.reply(master(h2), sentinelMasterReply(h1, "master", 1))
+			got := run(h0)
+			want := strings.Join([]string{
+				"switchover: 1000000.000 " + h0 + ": writes paused",
+				"switchover: 1000000.000 every replica holds all " + h0 + " has",
+				"switchover: 1000000.000 Sentinels in TILT or not answering, not asked: " + h1,
+				"switchover: 1000000.000 failover asked of the Sentinel of " + h2,
+				"switchover: 1000000.000 " + h1 + " on record as the master (Sentinels still naming " + h0 + ": none)",
+				"switchover: 1000000.000 " + h0 + " hands over to " + h1 + " after 0s (failover asked of " + h2 + ")",
+			}, "\n")
+			wantRun(t, got, 0, want)
+			for _, c := range f.calls() {
+				if c == failover(h1) {
+					t.Errorf("it asked the Sentinel in TILT (%q) while another was out of it", c)
+				}
+			}
+		},
+		"every other Sentinel in TILT: asked all the same": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
+			f.reply(role, masterInfo(100, "online:100", "online:100"))
+			f.reply(info(h1), "# Sentinel\r\nsentinel_tilt:1\r")
+			f.reply(info(h2), "# Sentinel\r\nsentinel_tilt:1\r")
+			f.reply(failover(h1), "OK")
+			f.reply(master(h1), sentinelMasterReply(h2, "master", 1))
+			f.reply(master(h2), sentinelMasterReply(h2, "master", 1))
+			wantRun(t, run(h0).last(), 0, "switchover: "+h0+" hands over to "+h2+" after 0s (failover asked of "+h1+")")
 		},
 		"a replica away: no failover asked, writes unpaused after 10s": func(t *testing.T, f *fakeRedisCLI, run func(...string) scriptRun) {
 			f.reply(role, masterInfo(100, "online:100"))

@@ -4,10 +4,11 @@
 ## acknowledged from then on), waits until every other server is an online replica holding all it has
 ## (so the replica promoted holds every acknowledged plant; if one is not within 10 s it hands nothing
 ## over and unpauses the writes), asks another pod's Sentinel to fail over (this pod's is stopping
-## too), again while the Sentinels are still completing an earlier failover, and ends, writes still
-## paused, once every Sentinel has the promoted replica on record as the master, at most 20 seconds in
-## all, closing its clients' connections so that they ask the Sentinels again; clients meanwhile wait
-## or get 503s for a second or two instead of the down-after window. A replica stops as it is.
+## too; one in TILT only when none is out of it), again while the Sentinels are still completing an
+## earlier failover, and ends, writes still paused, once every Sentinel has the promoted replica on
+## record as the master, at most 20 seconds in all, closing its clients' connections so that they
+## ask the Sentinels again; clients meanwhile wait or get 503s for a second or two instead of the
+## down-after window. A replica stops as it is.
 ##
 ## REDIS_HOSTS (the pods' DNS names in ordinal order) and MASTER_NAME (redis.sentinel.masterName):
 ## from the environment when run as this file; the chart writes them in (templates/_redis.tpl).
@@ -59,11 +60,21 @@ if [ -z "$synced" ]; then
 fi
 say "every replica holds all $me has"
 # A Sentinel refuses while an earlier failover is still being completed
-# (INPROG): ask again until one accepts.
+# (INPROG): ask again until one accepts. One in TILT (its timer ran 2 s or
+# more late: a stalled machine) accepts but starts only when TILT ends, up
+# to 30 s later: it is asked only while no other Sentinel is out of TILT.
 asked=""
 while [ -z "$asked" ] && [ "$(date +%s)" -lt "$end" ]; do
+  calm="" tilted=""
   for host in $REDIS_HOSTS; do
     [ "$host" = "$me" ] && continue
+    case $(timeout 2 redis-cli -h "$host" -p 26379 --raw INFO sentinel 2>/dev/null | tr -d '\r' | grep '^sentinel_tilt:') in
+      sentinel_tilt:0) calm="$calm $host" ;;
+      *) tilted="$tilted $host" ;;
+    esac
+  done
+  [ -z "$calm" ] || [ -z "$tilted" ] || say "Sentinels in TILT or not answering, not asked:$tilted"
+  for host in ${calm:-$tilted}; do
     reply=$(timeout 3 redis-cli -h "$host" -p 26379 SENTINEL failover $MASTER_NAME 2>&1)
     [ "$reply" = OK ] && { asked=$host; break; }
     say "the Sentinel of $host answered '${reply:-nothing within 3s}'"
