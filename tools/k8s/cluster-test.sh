@@ -408,7 +408,7 @@ load_verdict() {
   if ((bad == 0)) && jq -e '.TransportErrors == 0 and .Stalls == 0 and (.Lost | length) == 0 and .Unverifiable == 0 and .Acknowledged > 0 and .Verified == .Acknowledged' <<<"$s" >/dev/null; then
     return 0
   fi
-  jq -c '{ErrorSamples, AnswerSamples, Lost: (.Lost[:5]), Unverifiable, NoRetryAfter}' <<<"$s"
+  jq -c '{ErrorSamples, AnswerSamples, Slowest, Lost: (.Lost[:5]), Unverifiable, NoRetryAfter}' <<<"$s"
   return 1
 }
 

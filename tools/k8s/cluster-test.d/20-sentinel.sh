@@ -300,10 +300,13 @@ else
   drain_ok=0
 fi
 if ((!drain_ok || window_ms > SN_DRAIN_GOAL_MS)); then
-  # When, from the drain's start: the load's first 503 and first 200 after
-  # the last, the old master's switchover, the Sentinels' failover steps and
-  # TILT (a Sentinel stalled over 2 s acts on nothing for the next 30 s).
-  jq -c --argjson t "$t" '{first_503_ms: (.First503 - $t), first_ok_after_ms: (.FirstOKAfter503 - $t)}' <<<"$s" || true
+  # When, from the drain's start: the load's first 503, first 200 after
+  # the last and slowest answers, the old master's switchover, the
+  # Sentinels' failover steps and TILT (a Sentinel stalled over 2 s acts on
+  # nothing for the next 30 s).
+  jq -c --argjson t "$t" '{first_503_ms: (.First503 - $t), first_ok_after_ms: (.FirstOKAfter503 - $t),
+    slowest: [.Slowest[]? | capture("^(?<code>[0-9]+) sent=(?<sent>[0-9]+) after=(?<after>[0-9]+)ms") |
+      "\(.code) sent at \((.sent | tonumber) - $t)ms, answered \(.after)ms later"]}' <<<"$s" || true
   echo "drain began $(date -u -d "@$((t / 1000))" +%H:%M:%S).$((t % 1000)) UTC"
   # Shortest and most telling first: CI keeps only part of a long output.
   grep switchover "$CLUSTER_DIR/logs/drain-redis.log" || true

@@ -31,6 +31,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -184,6 +185,9 @@ type Summary struct {
 	// AnswerSamples are the first few answers other than 200 and 503 (a
 	// Gateway's 502 or 504, say): status, when sent, how long, body.
 	AnswerSamples []string
+	// Slowest are the slowest answers, slowest first, as AnswerSamples:
+	// when a run stalls, when they were sent tells what held them.
+	Slowest []string
 	// Unavailable are the 503s; NoRetryAfter those of them without Retry-After.
 	Unavailable       int
 	NoRetryAfter      int
@@ -257,6 +261,7 @@ func run(ctx context.Context, o options) Summary {
 	var busy []window
 	var lat vegeta.LatencyMetrics
 	var last503 int64
+	var slowest []*vegeta.Result
 	for r := range results {
 		s.Sent++
 		ms := r.Timestamp.UnixMilli()
@@ -280,6 +285,9 @@ func run(ctx context.Context, o options) Summary {
 		}
 		s.Codes[int(r.Code)]++
 		lat.Add(r.Latency)
+		if i := sort.Search(len(slowest), func(i int) bool { return slowest[i].Latency < r.Latency }); i < slowestKept {
+			slowest = slices.Insert(slowest, i, r)[:min(len(slowest)+1, slowestKept)]
+		}
 		switch r.Code {
 		case http.StatusOK:
 			s.Acknowledged++
@@ -311,6 +319,9 @@ func run(ctx context.Context, o options) Summary {
 			}
 		}
 	}
+	for _, r := range slowest {
+		s.Slowest = append(s.Slowest, answerSample(r))
+	}
 	s.Stalls = stalls(busy, began, interval, int(o.duration/interval), o.maxInFlight)
 	s.Last503 = last503
 	if s.Sent > s.TransportErrors {
@@ -341,6 +352,9 @@ func run(ctx context.Context, o options) Summary {
 // answerSample says what a reader needs to place an unexpected answer: its
 // status, when it was sent (Unix ms, to set beside the disruption's
 // timeline), how long it took and the start of its body.
+// slowestKept is how many of the slowest answers a Summary keeps.
+const slowestKept = 5
+
 func answerSample(r *vegeta.Result) string {
 	body := r.Body
 	if len(body) > 120 {

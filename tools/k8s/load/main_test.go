@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"github.com/plantstore/plantstore/internal/tlsca"
 	"io"
 	"net"
@@ -133,6 +134,18 @@ func TestRunCountsStalls(t *testing.T) {
 	if s.Stalls < 100 || s.TransportErrors != 0 || s.Verified != s.Acknowledged {
 		t.Fatalf("sent %d, stalls %d (want most of the 200 slots), transport errors %d %v, verified %d of %d",
 			s.Sent, s.Stalls, s.TransportErrors, s.ErrorSamples, s.Verified, s.Acknowledged)
+	}
+	// The slowest answers, slowest first: each waited its 100 ms and more
+	// for a worker.
+	after := func(sample string) int {
+		var ms int
+		if _, err := fmt.Sscanf(strings.Fields(sample)[2], "after=%dms", &ms); err != nil {
+			t.Fatalf("slowest answer %q: %v", sample, err)
+		}
+		return ms
+	}
+	if len(s.Slowest) != slowestKept || after(s.Slowest[0]) < after(s.Slowest[slowestKept-1]) || after(s.Slowest[slowestKept-1]) < 100 {
+		t.Errorf("slowest answers %q: want %d, slowest first, each over 100ms", s.Slowest, slowestKept)
 	}
 }
 
