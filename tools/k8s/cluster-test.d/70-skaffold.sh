@@ -126,7 +126,7 @@ fi
 # edits is emptied when one is not served.
 edit_series() {
   local n marker saved served
-  edits=()
+  edits=() builds=()
   for n in $(seq "$1" "$(($1 + 4))"); do
     marker="edit $n of the skaffold scenario"
     saved=$(ms)
@@ -142,6 +142,8 @@ edit_series() {
       return
     fi
     edits+=($((served - saved)))
+    # Of that, the host's go build: until the binary the sync sends was written.
+    builds+=($(($(date -r "$src/bin/dev/plantstore" +%s%3N) - saved)))
     # The loop is back to watching before the next save.
     sleep 0.5
   done
@@ -150,7 +152,7 @@ edit_series() {
 series_figures() {
   if ((${#edits[@]} == 5)); then printf '%s\n' "${edits[@]}" | sort -n | awk '{v[NR]=$1} END {print v[3], v[5]}'; else echo -1 -1; fi
 }
-edits=() series=0 first_series=''
+edits=() builds=() series=0 first_series=''
 if ((dev_ok)); then
   # A series over its bounds is timed once more: a build that a busy
   # machine slowed is told from a loop that is slow (both series are).
@@ -222,6 +224,6 @@ if ((dev_ok)); then
   kill -INT "$sk_pid" 2>/dev/null || true # skaffold dev cleans up (helm uninstall) on Ctrl-C
   wait "$sk_pid" 2>/dev/null || true
 fi
-figures "skaffold settled_after_ms=$settle_ms dev_first_deploy_ms=$dev_ms first_deploy_build_ms=$build_ms first_deploy_helm_ms=$helm_ms first_deploy_ready_ms=$stable_ms edits_ms=[$(IFS=,; echo "${edits[*]}")] earlier_series_ms=[$first_series] edit_median_ms=$edit_median edit_max_ms=$edit_max debug_deploy_ms=$dbg_ms breakpoint_round_trip_ms=$bp_ms"
+figures "skaffold settled_after_ms=$settle_ms dev_first_deploy_ms=$dev_ms first_deploy_build_ms=$build_ms first_deploy_helm_ms=$helm_ms first_deploy_ready_ms=$stable_ms edits_ms=[$(IFS=,; echo "${edits[*]}")] edit_builds_ms=[$(IFS=,; echo "${builds[*]}")] earlier_series_ms=[$first_series] edit_median_ms=$edit_median edit_max_ms=$edit_max debug_deploy_ms=$dbg_ms breakpoint_round_trip_ms=$bp_ms"
 kubectl delete namespace "$SK_NS" --wait=false >/dev/null
 rm -rf "$src"
