@@ -349,12 +349,12 @@ func run(ctx context.Context, o options) Summary {
 	return s
 }
 
-// answerSample says what a reader needs to place an unexpected answer: its
-// status, when it was sent (Unix ms, to set beside the disruption's
-// timeline), how long it took and the start of its body.
 // slowestKept is how many of the slowest answers a Summary keeps.
 const slowestKept = 5
 
+// answerSample says what a reader needs to place an unexpected answer: its
+// status, when it was sent (Unix ms, to set beside the disruption's
+// timeline), how long it took and the start of its body.
 func answerSample(r *vegeta.Result) string {
 	body := r.Body
 	if len(body) > 120 {
