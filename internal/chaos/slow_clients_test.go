@@ -109,13 +109,13 @@ func TestChaosSlowClients(t *testing.T) {
 	// one under pressure, so that whatever else loads the machine then
 	// (other tests, the slow clients' own sending) weighs on both alike.
 	control := servicetest.Start(t, binary, servicetest.Options{RedisAddr: redis.Addr, Extra: patientStore})
+	measure := func(svc *servicetest.Service) *servicetest.LoadResult {
+		return servicetest.StartLoad(svc, servicetest.LoadOptions{Workers: 1, MaxRequests: samples, FirstID: time.Now().UnixNano()}).Wait()
+	}
 	normal := func() (pressed, calm *servicetest.LoadResult) {
 		var wg sync.WaitGroup
-		for svc, res := range map[*servicetest.Service]**servicetest.LoadResult{s: &pressed, control: &calm} {
-			wg.Go(func() {
-				*res = servicetest.StartLoad(svc, servicetest.LoadOptions{Workers: 1, MaxRequests: samples, FirstID: time.Now().UnixNano()}).Wait()
-			})
-		}
+		wg.Go(func() { pressed = measure(s) })
+		wg.Go(func() { calm = measure(control) })
 		wg.Wait()
 		return pressed, calm
 	}
