@@ -39,12 +39,48 @@ sk_tools() {
 }
 logged skaffold-build "skaffold: tool build" sk_tools || true
 
-# ask: the API's answer to an unknown path (a 404 with a message), through
-# the Service, from the control plane's namespace.
-sk_ip=''
-ask() {
+# sk_served MARKER MS: sk_at, the time (epoch ms) of the first answer to an
+# unknown path (a 404 with a message, through the Service from the control
+# plane's namespace) that holds MARKER, polled every 50 ms for at most MS;
+# -1, and the last answer in sk_last, when none does. One bash in that namespace
+# polls (HTTP/1.0 over /dev/tcp, EPOCHREALTIME): no process per poll, so the
+# polling takes next to no CPU from the build and sync it times (a curl
+# and nsenter per poll took a third of a CPU).
+sk_ip='' sk_last='' sk_at=-1
+sk_served() {
   [[ -n $sk_ip ]] || sk_ip=$(kubectl get svc -n "$SK_NS" plantstore -o jsonpath='{.spec.clusterIP}' 2>/dev/null) || true
-  node_curl --max-time 1 "http://$sk_ip:8080/no-such-path" 2>/dev/null || true
+  if [[ -z ${SK_PROBE_PID:-} ]]; then
+    # A request line "ADDRESS DEADLINE_US MARKER", answered "served US" or
+    # "late LAST-ANSWER" (on one line).
+    # shellcheck disable=SC2016 # expanded by the bash in the node's namespace
+    coproc SK_PROBE { nsenter --net="/run/netns/$NETNS" bash -c '
+      exec 4<> <(:)
+      while read -r addr deadline marker; do
+        body="" reply=""
+        while ((${EPOCHREALTIME/./} < deadline)); do
+          if { exec 3<>"/dev/tcp/$addr/8080"; } 2>/dev/null; then
+            printf "GET /no-such-path HTTP/1.0\r\n\r\n" >&3
+            body=""
+            read -r -d "" -t 1 -u 3 body
+            exec 3<&-
+            if [[ $body == *"$marker"* ]]; then reply="served ${EPOCHREALTIME/./}"; break; fi
+          fi
+          read -r -t 0.05 -u 4 _
+        done
+        echo "${reply:-late ${body//[$'"'"'\r\n'"'"']/ }}"
+      done'; }
+  fi
+  local reply
+  # A connect that hangs (an address nothing answers or refuses) outlasts
+  # the deadline: that prober is stopped, the next call starts another.
+  if ! { echo "${sk_ip:-none} $((${EPOCHREALTIME/./} + $2 * 1000)) $1" >&"${SK_PROBE[1]:-}" &&
+    read -r -t $(($2 / 1000 + 10)) reply <&"${SK_PROBE[0]:-}"; } 2>/dev/null; then
+    reply="late (no answer from $sk_ip)"
+    kill "$SK_PROBE_PID" 2>/dev/null || true
+    wait "$SK_PROBE_PID" 2>/dev/null || true
+    SK_PROBE_PID=''
+  fi
+  if [[ $reply == served* ]]; then sk_at=$((${reply#served } / 1000)); else sk_at=-1 sk_last=${reply#late }; fi
 }
 # sk_dev LOG ARGS...: skaffold dev in the background; sk_watching LOG: wait
 # until it watches (300s at most).
@@ -106,14 +142,11 @@ if sk_watching "$log"; then
   # The pods are Ready when skaffold watches; the Service's address
   # answers once kube-proxy has written their endpoints (its sync lags the
   # endpoints by up to a second or so): polled for 10 s, not asked once.
-  answer='' answer_ms=-1 t_watch=$(ms)
-  while (($(ms) - t_watch < 10000)); do
-    answer=$(ask)
-    if [[ $answer == *"no such path"* ]]; then answer_ms=$(($(ms) - t_watch)); break; fi
-    sleep 0.1
-  done
+  t_watch=$((${EPOCHREALTIME/./} / 1000)) answer_ms=-1
+  sk_served "no such path" 10000
+  ((sk_at < 0)) || answer_ms=$((sk_at - t_watch))
   if ((answer_ms < 0)); then
-    fail "skaffold dev: the first deploy does not answer within 10s of skaffold watching: '$answer'"
+    fail "skaffold dev: the first deploy does not answer within 10s of skaffold watching: '$sk_last'"
   else
     dev_ok=1
   fi
@@ -125,23 +158,19 @@ fi
 # other, each timed from the save to the new code answering, into edits;
 # edits is emptied when one is not served.
 edit_series() {
-  local n marker saved served
+  local n marker saved
   edits=() builds=()
   for n in $(seq "$1" "$(($1 + 4))"); do
     marker="edit $n of the skaffold scenario"
-    saved=$(ms)
+    saved=$((${EPOCHREALTIME/./} / 1000))
     sed -i "s|no such path[^\"]*: see /openapi.yaml|no such path ($marker): see /openapi.yaml|" "$src/internal/httpapi/router.go"
-    served=''
-    while (($(ms) - saved < 120000)); do
-      if [[ $(ask) == *"$marker"* ]]; then served=$(ms); break; fi
-      sleep 0.05
-    done
-    if [[ -z $served ]]; then
-      fail "skaffold dev: edit $n not served within 120s"; grep -v '^\[plantstore\]' "$log" | tail -n 20
+    sk_served "$marker" 120000
+    if ((sk_at < 0)); then
+      fail "skaffold dev: edit $n not served within 120s (last answer: $sk_last)"; grep -v '^\[plantstore\]' "$log" | tail -n 20
       edits=()
       return
     fi
-    edits+=($((served - saved)))
+    edits+=($((sk_at - saved)))
     # Of that, the host's go build: until the binary the sync sends was written.
     builds+=($(($(date -r "$src/bin/dev/plantstore" +%s%3N) - saved)))
     # The loop is back to watching before the next save.
@@ -168,6 +197,8 @@ fi
 kill -INT "$sk_pid" 2>/dev/null || true
 wait "$sk_pid" 2>/dev/null || true
 kill "$top_pid" 2>/dev/null || true
+# The prober ends when its requests do.
+[[ -z ${SK_PROBE_PID:-} ]] || { eval "exec ${SK_PROBE[1]}>&-"; wait "$SK_PROBE_PID" 2>/dev/null || true; SK_PROBE_PID=''; }
 # The goal is 20 s on a warm machine; the check fails past 40 s (the image
 # path it replaced took 28 s), and says whether the goal held.
 if ((dev_ok)); then
