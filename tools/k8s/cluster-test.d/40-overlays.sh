@@ -66,3 +66,6 @@ echo "create=$code $(cat /tmp/r)"' | tr '\n' ' ')
     fail "overlay $o: not Ready"; tail -n 20 "$CLUSTER_DIR/logs/overlay-$o.log"; kubectl get pods -n "$ns" -o wide
   fi
 done
+# Gone once proven, as 10-chart.sh's namespace is.
+mapfile -t ovl_ns < <(for o in "$REPO"/k8s/overlays/*/; do echo "ovl-$(basename "$o")"; done)
+kubectl delete namespace redis "${ovl_ns[@]}" --wait=false >/dev/null
