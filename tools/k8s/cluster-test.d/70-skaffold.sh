@@ -42,10 +42,10 @@ logged skaffold-build "skaffold: tool build" sk_tools || true
 # sk_served MARKER MS: sk_at, the time (epoch ms) of the first answer to an
 # unknown path (a 404 with a message, through the Service from the control
 # plane's namespace) that holds MARKER, polled every 50 ms for at most MS;
-# -1, and the last answer in sk_last, when none does. One bash in that namespace
-# polls (HTTP/1.0 over /dev/tcp, EPOCHREALTIME): no process per poll, so the
-# polling takes next to no CPU from the build and sync it times (a curl
-# and nsenter per poll took a third of a CPU).
+# -1, and the last answer in sk_last, when none does. One bash in that
+# namespace polls (HTTP/1.0 over /dev/tcp, EPOCHREALTIME): no process per
+# poll, so the polling takes next to no CPU from the build and sync it
+# times (an nsenter and a curl every 50 ms take a third of a CPU).
 sk_ip='' sk_last='' sk_at=-1
 sk_served() {
   [[ -n $sk_ip ]] || sk_ip=$(kubectl get svc -n "$SK_NS" plantstore -o jsonpath='{.spec.clusterIP}' 2>/dev/null) || true
@@ -198,7 +198,11 @@ kill -INT "$sk_pid" 2>/dev/null || true
 wait "$sk_pid" 2>/dev/null || true
 kill "$top_pid" 2>/dev/null || true
 # The prober ends when its requests do.
-[[ -z ${SK_PROBE_PID:-} ]] || { eval "exec ${SK_PROBE[1]}>&-"; wait "$SK_PROBE_PID" 2>/dev/null || true; SK_PROBE_PID=''; }
+if [[ -n ${SK_PROBE_PID:-} ]]; then
+  [[ -z ${SK_PROBE[1]:-} ]] || eval "exec ${SK_PROBE[1]}>&-"
+  wait "$SK_PROBE_PID" 2>/dev/null || true
+  SK_PROBE_PID=''
+fi
 # The goal is 20 s on a warm machine; the check fails past 40 s (the image
 # path it replaced took 28 s), and says whether the goal held.
 if ((dev_ok)); then
