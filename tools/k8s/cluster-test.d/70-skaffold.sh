@@ -171,7 +171,8 @@ edit_series() {
       return
     fi
     edits+=($((sk_at - saved)))
-    # Of that, the host's go build: until the binary the sync sends was written.
+    # Of that, until the binary the sync sends was written: skaffold seeing
+    # the save, then the host's go build.
     builds+=($(($(date -r "$src/bin/dev/plantstore" +%s%3N) - saved)))
     # The loop is back to watching before the next save.
     sleep 0.5
@@ -221,7 +222,11 @@ if ((${#edits[@]} == 5)); then
     pass "skaffold dev: five edits saved -> new code answering: ${list% } (median $(sec "$edit_median")s, bound 3s; max $(sec "$edit_max")s, bound 5s)$again"
   else
     fail "skaffold dev: five edits saved -> new code answering: ${list% } (median $(sec "$edit_median")s, bound 3s; max $(sec "$edit_max")s, bound 5s)$again"
-    echo "the busiest commands meanwhile (average % of one CPU; after ${settle_ms}ms waiting for deleted namespaces):"
+    # The machine's busy time beside the commands': what top sees of no
+    # command is short-lived processes (a poller's forks, exec probes).
+    awk -v cpus="$(nproc)" -v settle="$settle_ms" '/^%Cpu/ && ++k > 1 { busy += ($2 + $4) * cpus; m++ }
+      END { printf "the machine meanwhile (after %dms waiting for deleted namespaces): %.0f%% of one CPU busy on average; the busiest commands (%% of one CPU):\n", settle, m ? busy / m : -1 }' \
+      "$CLUSTER_DIR/logs/skaffold-top.log"
     awk '/^top -/ { n++ } /^ *[0-9]+ / { cpu[$12] += $9 } END { for (c in cpu) printf "%6.1f %s\n", cpu[c] / n, c }' \
       "$CLUSTER_DIR/logs/skaffold-top.log" | sort -rn | head -n 12
   fi
