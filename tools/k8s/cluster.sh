@@ -137,11 +137,13 @@ declare -A GROUP_TOOLS=(
   [tracing]="jaeger otelcol"
   [prometheus]="prometheus prometheus-operator prometheus-config-reloader"
 )
-# late_tools: those and the Flux and skaffold scenarios' host tools, in the
-# order the scenarios need them: cluster-test.sh and .ci/run build them in
-# the background while the cluster starts.
+# late_tools: those and the host tools of the scenarios after the cluster's
+# start (Helm 4 of the release scenario, policy-controller of the admission
+# scenario, Flux, skaffold), in the order the scenarios need them:
+# cluster-test.sh and .ci/run build them in the background while the cluster
+# starts and the first scenarios run.
 late_tools() {
-  echo source-controller helm-controller "${GROUP_TOOLS[exporter]}" "${GROUP_TOOLS[gateway]}" \
+  echo helm4 policy-controller source-controller helm-controller "${GROUP_TOOLS[exporter]}" "${GROUP_TOOLS[gateway]}" \
     "${GROUP_TOOLS[tracing]}" "${GROUP_TOOLS[prometheus]}" skaffold
 }
 
@@ -149,7 +151,7 @@ late_tools() {
 build() {
   install_packages
   BIN=$(K8S_TOOLS_CACHE=$CACHE "$TOOLS_MOD/build.sh" kubeadm kube-apiserver kube-controller-manager kube-scheduler \
-    kubelet kube-proxy kubectl helm helm4 coredns metrics-server kube-router policy-controller | tail -n 1)
+    kubelet kube-proxy kubectl helm coredns metrics-server kube-router | tail -n 1)
   # Seconds from Go's build cache, so always rebuilt.
   (cd "$TOOLS_MOD" && CGO_ENABLED=0 go build -trimpath -o "$BIN/" ./cmd/k8s-pause ./cmd/k8s-webhook-receiver ./cmd/k8s-gitops-phases)
   (cd "$TOOLS_MOD/load" && CGO_ENABLED=0 go build -trimpath -o "$BIN/k8s-load" .)

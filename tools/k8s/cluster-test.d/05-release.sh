@@ -334,6 +334,9 @@ helm4_flow() {
   kubectl delete namespace release-helm4 --wait=false >/dev/null
 }
 helm4_beside() {
+  # Built in the background since the cluster's start (late tools): what is
+  # left of that build, if anything.
+  node_tools "$CLUSTER_DIR/logs/helm4-build.log" helm4 >/dev/null || true
   if [[ -x $BIN/helm4 ]]; then
     beside release-helm4 helm4_flow
   else
