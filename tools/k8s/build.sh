@@ -46,29 +46,33 @@ LDFLAGS="-s -w -X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.
 LDFLAGS+=" -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 LDFLAGS+=" -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=31"
 LDFLAGS+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=31"
-# Tools in modules of their own: directory and package; then, for those that
-# run in an image FROM scratch, "static" (no cgo) and link flags of their own
-# (the version stamp their releases carry; keep it in step with the go.mod).
+# Tools in modules of their own: directory and package; then "static" (no
+# cgo) for those that run in an image FROM scratch and for every tool of a
+# module that builds several (one set of flags, so that they share every
+# compiled package), and link flags of their own (the version stamp their
+# releases carry; keep it in step with the go.mod). Tools built against the
+# same client-go minor share a module (client-go-0.NN): the Kubernetes
+# libraries and what else they share compile once for them (from empty
+# caches about a fifth less CPU than in a module each).
 declare -A OWN=(
   [coredns]="coredns ."
   [metrics-server]="metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server"
-  [skaffold]="skaffold github.com/GoogleContainerTools/skaffold/v2/cmd/skaffold"
+  [skaffold]="client-go-0.33 github.com/GoogleContainerTools/skaffold/v2/cmd/skaffold static"
   [kube-router]="kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"
   [helm4]="helm4 helm.sh/helm/v4/cmd/helm cgo -X helm.sh/helm/v4/internal/version.version=v4.3.1"
-  [prometheus]="prometheus github.com/prometheus/prometheus/cmd/prometheus static -X github.com/prometheus/common/version.Version=3.5.0"
+  [prometheus]="client-go-0.32 github.com/prometheus/prometheus/cmd/prometheus static -X github.com/prometheus/common/version.Version=3.5.0"
   # promtool for make test-monitoring's alert tests: the same module and flags as
   # Prometheus, so the two share every compiled package.
-  [promtool]="prometheus github.com/prometheus/prometheus/cmd/promtool static -X github.com/prometheus/common/version.Version=3.5.0"
-  [prometheus-operator]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/operator static -X github.com/prometheus/common/version.Version=0.85.0"
-  [prometheus-config-reloader]="prometheus-operator github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader static -X github.com/prometheus/common/version.Version=0.85.0"
-  [policy-controller]="policy-controller github.com/sigstore/policy-controller/cmd/webhook"
+  [promtool]="client-go-0.32 github.com/prometheus/prometheus/cmd/promtool static -X github.com/prometheus/common/version.Version=3.5.0"
+  [prometheus-operator]="client-go-0.33 github.com/prometheus-operator/prometheus-operator/cmd/operator static -X github.com/prometheus/common/version.Version=0.85.0"
+  [prometheus-config-reloader]="client-go-0.33 github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader static -X github.com/prometheus/common/version.Version=0.85.0"
+  [policy-controller]="client-go-0.32 github.com/sigstore/policy-controller/cmd/webhook static"
   # Jaeger v2 from its v1.76.0 module, the commit its v2.13.0 release is built from.
   [jaeger]="jaeger github.com/jaegertracing/jaeger/cmd/jaeger static -X github.com/jaegertracing/jaeger/internal/version.latestVersion=v2.13.0"
-  [otelcol]="otelcol . static"
-  # Flux's controllers, one module (tools/k8s/flux); static as Flux's own
-  # images, so the two share every compiled package.
-  [source-controller]="flux github.com/fluxcd/source-controller static"
-  [helm-controller]="flux github.com/fluxcd/helm-controller static"
+  [otelcol]="client-go-0.36 ./otelcol static"
+  # Flux's controllers, static as Flux's own images.
+  [source-controller]="client-go-0.36 github.com/fluxcd/source-controller static"
+  [helm-controller]="client-go-0.36 github.com/fluxcd/helm-controller static"
   # The chart's optional Redis exporter (redis.metrics): its v1.61.0 release, stamped as its release build is.
   # Traefik v3.6 as the test cluster's Gateway API implementation (v3.7 cannot be built
   # here: the DNS-provider modules its ACME client pulls in are not served).
@@ -82,9 +86,10 @@ mkdir -p "$BIN" "$CACHE/own"
 # new such module does not rebuild the others) and linked into BIN
 # (atomically: a concurrent run may link the same).
 own_path() {
-  local dir _ flags
-  read -r dir _ flags <<<"${OWN[$1]}"
-  echo "$CACHE/own/$1-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "$MOD/$dir"/*.go 2>/dev/null; echo "$LDFLAGS $GCFLAGS"; [[ -z $flags ]] || echo "$flags"; go env GOVERSION; } | sha256sum | cut -c1-16)"
+  local dir pkg flags src=()
+  read -r dir pkg flags <<<"${OWN[$1]}"
+  [[ $pkg != .* ]] || src=("$MOD/$dir/$pkg"/*.go) # a main package of our own
+  echo "$CACHE/own/$1-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "${src[@]}" 2>/dev/null; echo "$LDFLAGS $GCFLAGS"; [[ -z $flags ]] || echo "$flags"; go env GOVERSION; } | sha256sum | cut -c1-16)"
 }
 link_own() { ln -sfn "$(own_path "$1")/$1" "$BIN/.$1.$$" && mv -Tf "$BIN/.$1.$$" "$BIN/$1"; }
 

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Admission: only signed release images run. sigstore's policy-controller
 # (its webhook, built from github.com/sigstore/policy-controller in
-# tools/k8s/policy-controller) is installed from the module's own config/
+# tools/k8s/client-go-0.32) is installed from the module's own config/
 # (CRDs, namespace, RBAC, configuration, webhook configurations) and runs on
 # the node as a host process in the cluster's network namespace, under its
 # own ServiceAccount (a token from the TokenRequest API), behind a Service
@@ -38,7 +38,7 @@ ADM_DIGEST=
 [[ -n $ADM_DIGEST || ! -f $ADM_RELDIR/$ADM_VERSION/release.json ]] || ADM_DIGEST=$(jq -r .image.digest "$ADM_RELDIR/$ADM_VERSION/release.json")
 
 adm_run() {
-  local mod=$TOOLS_MOD/policy-controller pc_version config bin t i
+  local mod=$TOOLS_MOD/client-go-0.32 pc_version config bin t i
   if [[ -z $ADM_DIGEST || ! -f $ADM_RELDIR/cosign.pub ]]; then
     fail "admission: no release of $ADM_VERSION in $ADM_RELDIR (05-release.sh runs first)"; return
   fi

@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The chart installed by Flux, as a platform team running Flux delivers it:
 # source-controller and helm-controller built from their Go modules
-# (tools/k8s/flux), their CRDs and RBAC from the modules' own config/, each
+# (tools/k8s/client-go-0.36), their CRDs and RBAC from the modules' own config/, each
 # controller on the node in the cluster's network namespace with its own
 # ServiceAccount's token (the way 07-admission runs policy-controller: pods
 # could neither pull their images nor reach the node's registry on its
@@ -17,7 +17,7 @@
 # on how the chart makes its Secrets.
 
 FLUX_T0=$SECONDS
-FLUX_MOD=$TOOLS_MOD/flux
+FLUX_MOD=$TOOLS_MOD/client-go-0.36
 FLUX_DIR=$CLUSTER_DIR/flux
 FLUX_NS=flux-app
 FLUX_REGISTRY=$(cat "$CLUSTER_DIR/registry-address")

@@ -2,7 +2,7 @@
 # A real Prometheus, made by the Prometheus Operator, monitoring plantstore
 # through the chart's own ServiceMonitor and PrometheusRule, as on a user's
 # cluster: the operator (v0.85.0) and Prometheus (v3.5.0) are built from
-# their Go modules (tools/k8s/prometheus-operator, tools/k8s/prometheus) and
+# their Go modules (tools/k8s/client-go-0.33, tools/k8s/client-go-0.32) and
 # run from images made FROM scratch (images.sh); the CRDs and the operator's
 # RBAC and Deployment are the operator module's own example manifests. The
 # service exports its sampled spans to the OpenTelemetry Collector in front
@@ -37,8 +37,8 @@ source "$TOOLS_MOD/cluster-test.d/lib/observability.sh"
 PROM_NS=monitoring
 APP_NS=prom-app
 PROM_VERSION=v3.5.0
-OP_VERSION=$(mod_version "$TOOLS_MOD/prometheus-operator" github.com/prometheus-operator/prometheus-operator)
-OP_DIR=$(mod_dir "$TOOLS_MOD/prometheus-operator" github.com/prometheus-operator/prometheus-operator)
+OP_VERSION=$(mod_version "$TOOLS_MOD/client-go-0.33" github.com/prometheus-operator/prometheus-operator)
+OP_DIR=$(mod_dir "$TOOLS_MOD/client-go-0.33" github.com/prometheus-operator/prometheus-operator)
 PNG=${CLUSTER_DASHBOARD_PNG:-${TMPDIR:-/tmp}/plantstore-dashboard-on-cluster.png}
 prom_t0=$SECONDS
 

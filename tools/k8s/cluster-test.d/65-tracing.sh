@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Traces through the parts a user runs: the chart sends them to the
 # OpenTelemetry Collector at the address its README names, the Collector
-# (tools/k8s/otelcol, configured by charts/plantstore/files/otel-collector*.yaml)
+# (tools/k8s/client-go-0.36/otelcol, configured by charts/plantstore/files/otel-collector*.yaml)
 # sends them to Jaeger v2 (tools/k8s/jaeger), and every check reads them
 # back from Jaeger's query API (lib/observability.sh). Two releases side by
 # side: "head" with the chart's default sampling (parentbased_traceidratio,

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# skaffold (built from tools/k8s/skaffold) on this cluster through the
+# skaffold (built from tools/k8s/client-go-0.33) on this cluster through the
 # profile test-cluster: no Docker daemon, no registry, the development image
 # (tools/k8s/skaffold-dev-build.sh). `skaffold dev` builds and deploys the
 # chart (its first deploy is what `skaffold run` does: the same build,

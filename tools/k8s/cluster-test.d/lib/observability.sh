@@ -6,7 +6,7 @@
 #   jaeger               Jaeger v2 (tools/k8s/jaeger: its config.yaml, the
 #                        binary of its module), traces in memory; OTLP on
 #                        4317, the query API on 16686
-#   otel-collector       the OpenTelemetry Collector (tools/k8s/otelcol) with
+#   otel-collector       the OpenTelemetry Collector (tools/k8s/client-go-0.36/otelcol) with
 #                        the chart's charts/plantstore/files/otel-collector.yaml,
 #                        at the address the chart's README names
 #                        (otel.endpoint=http://otel-collector.observability:4318)
