@@ -52,8 +52,7 @@ LDFLAGS+=" -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v
 # compiled package), and link flags of their own (the version stamp their
 # releases carry; keep it in step with the go.mod). Tools built against the
 # same client-go minor share a module (client-go-0.NN): the Kubernetes
-# libraries and what else they share compile once for them (from empty
-# caches about a fifth less CPU than in a module each).
+# libraries and what else they share compile once for them.
 declare -A OWN=(
   [coredns]="coredns ."
   [metrics-server]="metrics-server sigs.k8s.io/metrics-server/cmd/metrics-server"

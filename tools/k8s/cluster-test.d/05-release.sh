@@ -340,7 +340,7 @@ helm4_beside() {
   if [[ -x $BIN/helm4 ]]; then
     beside release-helm4 helm4_flow
   else
-    fail "no helm4 in $BIN (tools/k8s/build.sh helm4)"
+    fail "no helm4 in $BIN (tools/k8s/build.sh helm4: $CLUSTER_DIR/logs/helm4-build.log)"
   fi
 }
 release_flow helm release-helm3 1.0.0 85 1 helm4_beside
