@@ -132,9 +132,10 @@ if [[ -z ${_K8S_VALIDATE_NETNS:-} ]]; then
     fail "build helm kubectl kube-apiserver kubeadm" "$log"
     summary
   fi
-  # Our small helpers are rebuilt each time (seconds, from Go's build cache).
+  # Our small helpers are rebuilt each time (seconds, from Go's build cache;
+  # without -trimpath, as build.sh builds Helm: they share its packages).
   HELPERS=(k8s-pod-templates k8s-existing-secrets)
-  check "build ${HELPERS[*]}" bash -c "cd '$TOOLS_MOD' && go build -trimpath -o '$WORK/bin/' ${HELPERS[*]/#/./cmd/}" ||
+  check "build ${HELPERS[*]}" bash -c "cd '$TOOLS_MOD' && go build -o '$WORK/bin/' ${HELPERS[*]/#/./cmd/}" ||
     summary
   export PATH=$BIN:$WORK/bin:$PATH
   note "$(helm version --short) / kubectl $(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1)"
