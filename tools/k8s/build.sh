@@ -72,11 +72,11 @@ declare -A OWN=(
   # Flux's controllers, static as Flux's own images.
   [source-controller]="client-go-0.36 github.com/fluxcd/source-controller static"
   [helm-controller]="client-go-0.36 github.com/fluxcd/helm-controller static"
-  # The chart's optional Redis exporter (redis.metrics): its v1.61.0 release, stamped as its release build is.
   # Traefik v3.6 as the test cluster's Gateway API implementation (v3.7 cannot be built
   # here: the DNS-provider modules its ACME client pulls in are not served), with
   # traefik/acmedns in place of those providers' registry (without_dns_providers).
   [traefik]="traefik github.com/traefik/traefik/v3/cmd/traefik static -X github.com/traefik/traefik/v3/pkg/version.Version=3.6.12"
+  # The chart's optional Redis exporter (redis.metrics): its v1.61.0 release, stamped as its release build is.
   [redis-exporter]="redis-exporter github.com/oliver006/redis_exporter static -X main.BuildVersion=v1.61.0 -X main.BuildCommitSha=e9871c1465679cd3543953f57bd4d015bc73c990 -X main.BuildDate=2024-06-09T17:23:45Z"
 )
 key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS $GCFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
@@ -147,22 +147,20 @@ build_main() {
   ((${#todo[@]})) || return 0
   # Without -trimpath: make test's chart tests (tools/k8s/chart) and
   # validate.sh's helpers compile the same Helm and Kubernetes packages with
-  # the same flags, so whichever comes first compiles them for the others
-  # (with -trimpath this build took 498 CPU-seconds after the chart tests' on
-  # an empty cache, without it 358).
+  # the same flags, so whichever comes first compiles them for the others.
   timed "${todo[*]##*/} (one go build: they share most packages)" \
     go -C "$MOD" build -gcflags "$GCFLAGS" -ldflags "$LDFLAGS" -o "$BIN/" "${todo[@]}"
 }
 # without_dns_providers DIR WORK: a go.mod, written into WORK, for DIR's module
 # with lego (Traefik's ACME client) replaced by a copy whose registry of DNS-01
 # providers is DIR/acmedns's: lego's own imports every provider and its cloud
-# SDK, a third of Traefik's source (84 MB to compile instead of 128), and the
-# test cluster's certificates are its own.
+# SDK, a third of Traefik's source, and the test cluster's certificates are
+# its own. WORK is emptied first (a failed build leaves it behind).
 without_dns_providers() {
   local dir=$1 work=$2 lego
   go -C "$dir" mod download github.com/go-acme/lego/v4
   lego=$(go -C "$dir" list -m -f '{{.Dir}}' github.com/go-acme/lego/v4)
-  mkdir -p "$work" && cp -R "$lego" "$work/lego" && chmod -R u+w "$work/lego"
+  rm -rf "$work" && mkdir -p "$work" && cp -R "$lego" "$work/lego" && chmod -R u+w "$work/lego"
   cp "$dir/acmedns/providers.go" "$work/lego/providers/dns/zz_gen_dns_providers.go"
   cp "$dir/go.mod" "$dir/go.sum" "$work/"
   go -C "$dir" mod edit -modfile="$work/go.mod" -replace="github.com/go-acme/lego/v4=$work/lego"
