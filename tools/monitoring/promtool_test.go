@@ -12,23 +12,26 @@ import (
 	"github.com/plantstore/plantstore/internal/docgen"
 )
 
-// promtoolPath builds promtool once for the parallel tests, which would
-// otherwise each build it, and returns its path. tools/k8s/build.sh builds
-// it from the module of the test cluster's Prometheus (the version the alerts
-// run under there) with that Prometheus's flags, into the cache the
-// cluster's tools share: the two share every compiled package, so a cold
-// machine compiles Prometheus's dependencies once, not twice.
-var promtoolPath = sync.OnceValues(func() (string, error) {
-	cmd := exec.Command(filepath.Join("..", "k8s", "build.sh"), "promtool")
+// k8sTool returns the path of one of the test cluster's tools, built by
+// tools/k8s/build.sh (or found built) into the cache the cluster's tools
+// share: the binary the cluster runs, with its flags and version stamp, so
+// that a cold machine compiles its packages once for make test and the
+// cluster, not twice.
+func k8sTool(name string) (string, error) {
+	cmd := exec.Command(filepath.Join("..", "k8s", "build.sh"), name)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("tools/k8s/build.sh promtool: %w\n%s", err, stderr.Bytes())
+		return "", fmt.Errorf("tools/k8s/build.sh %s: %w\n%s", name, err, stderr.Bytes())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return filepath.Join(lines[len(lines)-1], "promtool"), nil
-})
+	return filepath.Join(lines[len(lines)-1], name), nil
+}
+
+// promtoolPath builds promtool once for the parallel tests, from the module
+// of the test cluster's Prometheus (the version the alerts run under there).
+var promtoolPath = sync.OnceValues(func() (string, error) { return k8sTool("promtool") })
 
 // promtool runs that promtool.
 func promtool(t *testing.T, args ...string) (string, error) {

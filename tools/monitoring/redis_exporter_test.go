@@ -145,16 +145,13 @@ func TestRedisExporterSendsNoPasswordToAForeignTarget(t *testing.T) {
 
 func eq(want float64) func(float64) bool { return func(v float64) bool { return v == want } }
 
-// buildRedisExporter builds the exporter from the module the test cluster's
-// image is built from (tools/k8s/build.sh redis-exporter).
+// buildRedisExporter returns the exporter the test cluster's image is made
+// from (tools/k8s/build.sh redis-exporter).
 func buildRedisExporter(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "redis_exporter")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/oliver006/redis_exporter")
-	cmd.Dir = filepath.Join("..", "k8s", "redis-exporter")
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the Redis exporter in %s: %v\n%s", cmd.Dir, err, out)
+	bin, err := k8sTool("redis-exporter")
+	if err != nil {
+		t.Fatalf("building the Redis exporter: %v", err)
 	}
 	return bin
 }
