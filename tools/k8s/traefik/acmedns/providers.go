@@ -1,9 +1,9 @@
 // Package dns replaces lego's registry of DNS-01 providers
 // (github.com/go-acme/lego/v4/providers/dns) in the test cluster's Traefik
 // build (tools/k8s/build.sh): the registry imports every provider and its
-// cloud SDK, a third of Traefik's build, and the cluster's certificates are
-// its own, never an ACME CA's. A resolver that asks for a DNS challenge fails
-// as lego fails for a name it does not know.
+// cloud SDK, a third of the source Traefik's build compiles, and the
+// cluster's certificates are its own, never an ACME CA's. A resolver that
+// asks for a DNS challenge fails as lego fails for a name it does not know.
 package dns
 
 import (
