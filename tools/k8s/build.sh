@@ -66,7 +66,8 @@ declare -A OWN=(
   [prometheus-operator]="client-go-0.33 github.com/prometheus-operator/prometheus-operator/cmd/operator static -X github.com/prometheus/common/version.Version=0.85.0"
   [prometheus-config-reloader]="client-go-0.33 github.com/prometheus-operator/prometheus-operator/cmd/prometheus-config-reloader static -X github.com/prometheus/common/version.Version=0.85.0"
   [policy-controller]="client-go-0.32 github.com/sigstore/policy-controller/cmd/webhook static"
-  # Jaeger v2 from its v1.76.0 module, the commit its v2.13.0 release is built from.
+  # Jaeger v2 from its v1.76.0 module, the commit its v2.13.0 release is built from,
+  # with the components config.yaml runs (PATCH).
   [jaeger]="jaeger github.com/jaegertracing/jaeger/cmd/jaeger static -X github.com/jaegertracing/jaeger/internal/version.latestVersion=v2.13.0"
   [otelcol]="client-go-0.36 ./otelcol static"
   # Flux's controllers, static as Flux's own images.
@@ -74,10 +75,21 @@ declare -A OWN=(
   [helm-controller]="client-go-0.36 github.com/fluxcd/helm-controller static"
   # Traefik v3.6 as the test cluster's Gateway API implementation (v3.7 cannot be built
   # here: the DNS-provider modules its ACME client pulls in are not served), with
-  # traefik/acmedns in place of those providers' registry (without_dns_providers).
+  # traefik/acmedns in place of those providers' registry (PATCH).
   [traefik]="traefik github.com/traefik/traefik/v3/cmd/traefik static -X github.com/traefik/traefik/v3/pkg/version.Version=3.6.12"
   # The chart's optional Redis exporter (redis.metrics): its v1.61.0 release, stamped as its release build is.
   [redis-exporter]="redis-exporter github.com/oliver006/redis_exporter static -X main.BuildVersion=v1.61.0 -X main.BuildCommitSha=e9871c1465679cd3543953f57bd4d015bc73c990 -X main.BuildDate=2024-06-09T17:23:45Z"
+)
+# Tools built with one file of a module they use replaced by one of ours:
+# TOOL="MODULE OURS THEIRS", OURS in the tool's directory, THEIRS in MODULE.
+# Each file replaced is a registry that imports what the test cluster never
+# uses: lego's DNS-01 providers and their cloud SDKs, a third of Traefik's
+# source (the cluster's certificates are its own, never an ACME CA's);
+# Jaeger's collector components (Kafka, Zipkin, cloud auth, ...), a quarter
+# of its source (the cluster's Jaeger takes OTLP and keeps traces in memory).
+declare -A PATCH=(
+  [traefik]="github.com/go-acme/lego/v4 acmedns/providers.go providers/dns/zz_gen_dns_providers.go"
+  [jaeger]="github.com/jaegertracing/jaeger _components/components.go cmd/jaeger/internal/components.go"
 )
 key=$( { cat "$MOD/go.mod" "$MOD/go.sum"; echo "$LDFLAGS $GCFLAGS"; go env GOVERSION; } | sha256sum | cut -c1-16)
 BIN=$CACHE/bin/$key
@@ -89,7 +101,7 @@ own_path() {
   local dir pkg flags src=()
   read -r dir pkg flags <<<"${OWN[$1]}"
   [[ $pkg != .* ]] || src=("$MOD/$dir/$pkg"/*.go) # a main package of our own
-  [[ ! -d $MOD/$dir/acmedns ]] || src+=("$MOD/$dir/acmedns/providers.go")
+  [[ -z ${PATCH[$1]:-} ]] || src+=("$MOD/$dir/$(cut -d' ' -f2 <<<"${PATCH[$1]}")")
   echo "$CACHE/own/$1-$( { cat "$MOD/$dir"/go.mod "$MOD/$dir"/go.sum "${src[@]}" 2>/dev/null; echo "$LDFLAGS $GCFLAGS"; [[ -z $flags ]] || echo "$flags"; go env GOVERSION; } | sha256sum | cut -c1-16)"
 }
 link_own() { ln -sfn "$(own_path "$1")/$1" "$BIN/.$1.$$" && mv -Tf "$BIN/.$1.$$" "$BIN/$1"; }
@@ -151,19 +163,19 @@ build_main() {
   timed "${todo[*]##*/} (one go build: they share most packages)" \
     go -C "$MOD" build -gcflags "$GCFLAGS" -ldflags "$LDFLAGS" -o "$BIN/" "${todo[@]}"
 }
-# without_dns_providers DIR WORK: a go.mod, written into WORK, for DIR's module
-# with lego (Traefik's ACME client) replaced by a copy whose registry of DNS-01
-# providers is DIR/acmedns's: lego's own imports every provider and its cloud
-# SDK, a third of Traefik's source, and the test cluster's certificates are
-# its own. WORK is emptied first (a failed build leaves it behind).
-without_dns_providers() {
-  local dir=$1 work=$2 lego
-  go -C "$dir" mod download github.com/go-acme/lego/v4
-  lego=$(go -C "$dir" list -m -f '{{.Dir}}' github.com/go-acme/lego/v4)
-  rm -rf "$work" && mkdir -p "$work" && cp -R "$lego" "$work/lego" && chmod -R u+w "$work/lego"
-  cp "$dir/acmedns/providers.go" "$work/lego/providers/dns/zz_gen_dns_providers.go"
+# patched_modfile TOOL DIR WORK: a go.mod, written into WORK, for DIR's
+# module with PATCH's module replaced by a copy holding our file. Go's
+# -overlay cannot replace a file under GOMODCACHE, hence the copy. WORK is
+# emptied first (a failed build leaves it behind).
+patched_modfile() {
+  local dir=$2 work=$3 module ours theirs src
+  read -r module ours theirs <<<"${PATCH[$1]}"
+  go -C "$dir" mod download "$module"
+  src=$(go -C "$dir" list -m -f '{{.Dir}}' "$module")
+  rm -rf "$work" && mkdir -p "$work" && cp -R "$src" "$work/module" && chmod -R u+w "$work/module"
+  cp "$dir/$ours" "$work/module/$theirs"
   cp "$dir/go.mod" "$dir/go.sum" "$work/"
-  go -C "$dir" mod edit -modfile="$work/go.mod" -replace="github.com/go-acme/lego/v4=$work/lego"
+  go -C "$dir" mod edit -modfile="$work/go.mod" -replace="$module=$work/module"
   echo "$work/go.mod"
 }
 build_own() {
@@ -173,7 +185,7 @@ build_own() {
   if [[ ! -x $out/$t ]]; then
     cgo=$(go env CGO_ENABLED)
     [[ $static != static ]] || cgo=0
-    [[ ! -d $MOD/$dir/acmedns ]] || modfile=(-modfile "$(without_dns_providers "$MOD/$dir" "$out.src")")
+    [[ -z ${PATCH[$t]:-} ]] || modfile=(-modfile "$(patched_modfile "$t" "$MOD/$dir" "$out.src")")
     timed "$t (tools/k8s/$dir)" env CGO_ENABLED="$cgo" \
       go -C "$MOD/$dir" build "${modfile[@]}" -trimpath -gcflags "$GCFLAGS" -ldflags "$LDFLAGS $flags" -o "$out/$t" "$pkg"
     rm -rf "$out.src"
