@@ -536,9 +536,7 @@ later() { LATER+=("$1"); }
 # For proofs that mostly wait (Helm, controllers) in namespaces of their
 # own, with no load generator and no timing bound of their own, so what
 # runs beside them changes neither's verdict. A scenario file whose first
-# lines say "runs beside the next scenario" runs whole this way, beside the
-# next files that say so too and the first that does not: after that one
-# all of them are joined.
+# lines say "runs beside the next scenario" runs whole this way.
 declare -A BESIDE_PID=() BESIDE_T=()
 beside() {
   local name=$1
@@ -584,10 +582,10 @@ for f in "$TOOLS_MOD"/cluster-test.d/*.sh; do
   if head -n 5 "$f" | grep -q '^# runs beside the next scenario'; then
     # shellcheck source=/dev/null
     beside "$(basename "$f" .sh)" source "$f"
-    continue
+  else
+    # shellcheck source=/dev/null
+    source "$f"
   fi
-  # shellcheck source=/dev/null
-  source "$f"
   for name in "${started_before[@]}"; do joined "$name"; done
 done
 joined_all

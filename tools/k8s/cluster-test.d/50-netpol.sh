@@ -1,6 +1,4 @@
 # shellcheck shell=bash
-# runs beside the next scenario (namespaces of its own, no load: see beside
-# in cluster-test.sh).
 # The chart's NetworkPolicies enforced for real: kube-router's network policy
 # controller runs on every node (tools/k8s/cluster.sh). On the default values
 # a pod of another namespace reaches the API and neither the admin port nor
