@@ -22,6 +22,10 @@ RELEASE_REGISTRY=$(cat "$CLUSTER_DIR/registry-address")/plantstore
 CHART_OCI=oci://$RELEASE_REGISTRY/charts/plantstore
 NOW=$(cat "$REPO/VERSION")
 OLD_RELEASES=(1.0.0 1.1.0)
+# The older releases for the nodes' platform alone: they are installed and
+# verified here, never checked as releases; make release-check below builds
+# and checks every platform of this tree's, the code every release ran.
+OLD_PLATFORMS=$(go env GOARCH)
 RELDIR=$CLUSTER_DIR/release
 mkdir -p "$RELDIR"
 export COSIGN_KEY=$RELDIR/cosign.key COSIGN_PUB=$RELDIR/cosign.pub
@@ -35,13 +39,14 @@ release_commit() {
 # The older releases never change once made, as for the users who pulled
 # them: the run that makes them keeps what it pushed (the registry's storage,
 # their release.json files and the key that signed them) in the cluster's
-# cache, keyed by their commits, the files of the release and image tools,
-# the Go toolchain and the registry's address, and a later run puts that into
-# its fresh registry instead of building them again. This tree's release is
-# built and checked on every run.
+# cache, keyed by their commits and platform, the files of the release and
+# image tools, the Go toolchain and the registry's address, and a later run
+# puts that into its fresh registry instead of building them again. This
+# tree's release is built and checked on every run.
 release_cache_key() {
   {
     for v in "${OLD_RELEASES[@]}"; do echo "$v $(release_commit "$v")"; done
+    echo "$OLD_PLATFORMS"
     echo "$RELEASE_REGISTRY"
     go version
     (cd "$REPO" && find tools/release tools/image -type f -print0 | sort -z | xargs -0 sha256sum)
@@ -90,7 +95,7 @@ done
 # tampered copy refused): CI's release proof, run here so that the release
 # it checked is the one installed below, not a second build.
 for v in "${to_build[@]}"; do
-  release=("$REPO/tools/release/release.sh") src=$RELDIR/src-$v
+  release=(env PLATFORMS="$OLD_PLATFORMS" "$REPO/tools/release/release.sh") src=$RELDIR/src-$v
   if [[ $v == "$NOW" ]]; then
     release=(env CHECK_REGISTRY="${RELEASE_REGISTRY%/plantstore}" "$REPO/tools/release/check.sh") src=$REPO
     ((${#to_build[@]} == 1)) || release_cache_save
