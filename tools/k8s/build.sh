@@ -75,8 +75,13 @@ declare -A OWN=(
   [helm-controller]="client-go-0.36 github.com/fluxcd/helm-controller static"
   # Traefik v3.6 as the test cluster's Gateway API implementation (v3.7 cannot be built
   # here: the DNS-provider modules its ACME client pulls in are not served), with
-  # traefik/acmedns in place of those providers' registry (PATCH).
-  [traefik]="traefik github.com/traefik/traefik/v3/cmd/traefik static -X github.com/traefik/traefik/v3/pkg/version.Version=3.6.12"
+  # client-go-0.34/acmedns in place of those providers' registry (PATCH).
+  [traefik]="client-go-0.34 github.com/traefik/traefik/v3/cmd/traefik static -X github.com/traefik/traefik/v3/pkg/version.Version=3.6.12"
+  # The release tools of tools/release/build.sh (make release) but CNCF
+  # Distribution's registry, whose gorilla/mux Traefik's go.mod replaces by a fork.
+  [cosign]="client-go-0.34 github.com/sigstore/cosign/v2/cmd/cosign static"
+  [crane]="client-go-0.34 github.com/google/go-containerregistry/cmd/crane static"
+  [cyclonedx-gomod]="client-go-0.34 github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod static"
   # The chart's optional Redis exporter (redis.metrics): its v1.61.0 release, stamped as its release build is.
   [redis-exporter]="redis-exporter github.com/oliver006/redis_exporter static -X main.BuildVersion=v1.61.0 -X main.BuildCommitSha=e9871c1465679cd3543953f57bd4d015bc73c990 -X main.BuildDate=2024-06-09T17:23:45Z"
 )

@@ -46,7 +46,7 @@ started=$(date +%s)
 
 mkdir -p "$RELEASE_DIR"
 tools=$root/bin/tools
-step "building the release tools (tools/release/go.mod: cosign, cyclonedx-gomod, releasetool)"
+step "building the release tools (tools/release/build.sh: cosign, cyclonedx-gomod, releasetool)"
 "$root/tools/release/build.sh"
 cosign=$tools/cosign
 releasetool=$tools/releasetool

@@ -1,9 +1,9 @@
 # shellcheck shell=bash
 # A Gateway API implementation as a user runs one in front of the chart:
-# Traefik v3.6 (tools/k8s/traefik) as the GatewayClass "traefik"'s
+# Traefik v3.6 (tools/k8s/client-go-0.34) as the GatewayClass "traefik"'s
 # controller, one replica a zone behind the Service gateway/traefik (and
 # gateway/traefik-local, each node's own), with the plugin that retries a
-# 503 by its Retry-After (tools/k8s/traefik/retry503), and a Gateway
+# 503 by its Retry-After (tools/k8s/client-go-0.34/retry503), and a Gateway
 # "shared" in the namespace gateway with one HTTPS listener (https, port
 # 8443: Traefik's listeners are its entry points) whose certificate, for
 # GW_HOST, comes from a CA the suite makes. Routes from every namespace may
@@ -28,7 +28,7 @@
 
 GW_NS=gateway GW_HOST=plantstore.test
 # The 503 retry plugin's module (its directory under the plugins' GOPATH).
-GW_RETRY503=github.com/plantstore/plantstore/tools/k8s/traefik/retry503
+GW_RETRY503=github.com/plantstore/plantstore/tools/k8s/client-go-0.34/retry503
 # The Gateway API whose CRDs validate.sh installs (tools/k8s/crds.sh).
 GATEWAY_API_VERSION=$(sed -n 's/^GATEWAY_API=.*@//p' "$TOOLS_MOD/crds.sh")
 
@@ -57,7 +57,7 @@ gw_up() {
   cp "$d/ca.crt" "$GW_CA"
   rm -rf "$d"
 
-  # The retry of a 503 by its Retry-After (tools/k8s/traefik/retry503), a
+  # The retry of a 503 by its Retry-After (tools/k8s/client-go-0.34/retry503), a
   # local plugin: its source where Traefik's interpreter looks for it.
   kubectl create configmap -n "$GW_NS" traefik-retry503 --from-file="$TOOLS_MOD/traefik/retry503/retry503.go" \
     --from-file="$TOOLS_MOD/traefik/retry503/.traefik.yml" >/dev/null || return 1
