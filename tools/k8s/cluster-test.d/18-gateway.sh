@@ -27,7 +27,7 @@ stage "a Gateway (Traefik, HTTPS listener) and the chart's HTTPRoute attached to
 observability_up
 t=$SECONDS
 if logged gateway-up "the Gateway" gw_up; then
-  pass "Gateway API $GATEWAY_API_VERSION CRDs (Standard channel), Traefik $(mod_version "$TOOLS_MOD/traefik" github.com/traefik/traefik/v3) on $(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik -o jsonpath='{range .items[*]}{.spec.nodeName} {end}'), Gateway $GW_NS/shared Programmed in $((SECONDS - t))s"
+  pass "Gateway API $GATEWAY_API_VERSION CRDs (Standard channel), Traefik $(mod_version "$TOOLS_MOD/client-go-0.34" github.com/traefik/traefik/v3) on $(kubectl get pods -n "$GW_NS" -l app.kubernetes.io/name=traefik -o jsonpath='{range .items[*]}{.spec.nodeName} {end}'), Gateway $GW_NS/shared Programmed in $((SECONDS - t))s"
 else
   kubectl get pods -n "$GW_NS" -o wide
   kubectl logs -n "$GW_NS" deployment/traefik --tail=30 || true

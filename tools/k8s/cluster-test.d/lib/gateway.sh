@@ -37,8 +37,8 @@ gw_up() {
   ((GW_UP)) && return 0
   local gwapi traefik
   "$CLUSTER" images gateway || return 1
-  gwapi=$(mod_dir "$TOOLS_MOD/traefik" "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION") || return 1
-  traefik=$(mod_dir "$TOOLS_MOD/traefik" "github.com/traefik/traefik/v3@$(mod_version "$TOOLS_MOD/traefik" github.com/traefik/traefik/v3)") || return 1
+  gwapi=$(mod_dir "$TOOLS_MOD/client-go-0.34" "sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION") || return 1
+  traefik=$(mod_dir "$TOOLS_MOD/client-go-0.34" "github.com/traefik/traefik/v3@$(mod_version "$TOOLS_MOD/client-go-0.34" github.com/traefik/traefik/v3)") || return 1
   # The CRDs are too big for client-side apply's annotation.
   kubectl apply --server-side -f "$gwapi/config/crd/standard/" >/dev/null || return 1
   kubectl apply --server-side -f "$traefik/docs/content/reference/dynamic-configuration/kubernetes-crd-definition-v1.yml" >/dev/null || return 1
@@ -59,8 +59,8 @@ gw_up() {
 
   # The retry of a 503 by its Retry-After (tools/k8s/client-go-0.34/retry503), a
   # local plugin: its source where Traefik's interpreter looks for it.
-  kubectl create configmap -n "$GW_NS" traefik-retry503 --from-file="$TOOLS_MOD/traefik/retry503/retry503.go" \
-    --from-file="$TOOLS_MOD/traefik/retry503/.traefik.yml" >/dev/null || return 1
+  kubectl create configmap -n "$GW_NS" traefik-retry503 --from-file="$TOOLS_MOD/client-go-0.34/retry503/retry503.go" \
+    --from-file="$TOOLS_MOD/client-go-0.34/retry503/.traefik.yml" >/dev/null || return 1
   kubectl apply -f - >/dev/null <<EOF || return 1
 apiVersion: v1
 kind: ServiceAccount
