@@ -24,7 +24,7 @@ NOW=$(cat "$REPO/VERSION")
 OLD_RELEASES=(1.0.0 1.1.0)
 # The older releases for the nodes' platform alone: they are installed and
 # verified here, never checked as releases; make release-check below builds
-# and checks every platform of this tree's, the code every release ran.
+# and checks every platform of this tree's with the same pipeline.
 OLD_PLATFORMS=$(go env GOARCH)
 RELDIR=$CLUSTER_DIR/release
 mkdir -p "$RELDIR"
@@ -40,16 +40,17 @@ release_commit() {
 # them: the run that makes them keeps what it pushed (the registry's storage,
 # their release.json files and the key that signed them) in the cluster's
 # cache, keyed by their commits and platform, the files of the release and
-# image tools, the Go toolchain and the registry's address, and a later run
-# puts that into its fresh registry instead of building them again. This
-# tree's release is built and checked on every run.
+# image tools (and the module cosign comes from), the Go toolchain and the
+# registry's address, and a later run puts that into its fresh registry
+# instead of building them again. This tree's release is built and checked
+# on every run.
 release_cache_key() {
   {
     for v in "${OLD_RELEASES[@]}"; do echo "$v $(release_commit "$v")"; done
     echo "$OLD_PLATFORMS"
     echo "$RELEASE_REGISTRY"
     go version
-    (cd "$REPO" && find tools/release tools/image -type f -print0 | sort -z | xargs -0 sha256sum)
+    (cd "$REPO" && find tools/release tools/image tools/k8s/client-go-0.34/go.mod -type f -print0 | sort -z | xargs -0 sha256sum)
   } | sha256sum | cut -c1-16
 }
 RELEASE_CACHE_ROOT=$K8S_CACHE/releases
